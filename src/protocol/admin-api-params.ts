@@ -119,7 +119,9 @@ export const param = {
   /** An ISO 8601 date (`2026-03-01`, midnight UTC) or date-time (hours 00–23) with `Z` or an offset; as ATOM (UTC). */
   timestamp: z
     .string()
-    .regex(/^\d{4}-\d\d-\d\d(T\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d))?$/)
+    .regex(/^\d{4}-\d\d-\d\d(T\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d(:?\d\d)?))?$/)
+    // ISO 8601 allows an offset of whole hours (`+01`, as some logs write it), which Date.parse does not read.
+    .transform((text) => (text.includes('T') && /[+-]\d\d$/.test(text) ? `${text}:00` : text))
     .refine(isAtomTime)
     .transform((text) => formatAtom(new Date(text)))
     .register(paramNotes, { expectedForm: 'an ISO 8601 date or date-time such as 2026-03-01 or 2026-03-01T12:00:00Z' }),

@@ -288,7 +288,7 @@ const connectionLogParams = z.object({
   ),
   at: optional(
     param.timestamp,
-    'only sessions open at this moment: started at or before it and not ended before it (ISO 8601; times are kept to the second, so the second a session ended in counts); with `ip`: who had the address then',
+    "only sessions open at this moment: started at or before it and not ended before it (ISO 8601; times are kept to the second, so the second a session ended in counts); with `ip`: who had the address then. A moment more than a minute ahead of the portal's clock is refused (400)",
   ),
   limit: optional(param.pageSize, `entries per page, 1–1000 (default ${DEFAULT_PAGE_SIZE})`),
   cursor: optional(param.cursor, '`next_cursor` of the previous page'),
@@ -303,7 +303,10 @@ const attributionParams = z.object({
     "with `port`: the node's public IPv4 address an abuse report names; without: a tunnel IPv4 or IPv6 address or the client's own address",
   ),
   port: optional(param.port, 'the source port the report names (with a public address)'),
-  at: required(param.timestamp, 'the moment the report names (ISO 8601 with offset; seconds count)'),
+  at: required(
+    param.timestamp,
+    "the moment the report names (ISO 8601 with offset; seconds count); one more than a minute ahead of the portal's clock is refused (400)",
+  ),
   reason: optional(
     param.lookupReason,
     'why you look this up (1–200 characters, kept in the audit log); required unless `lookups.requireReason.attribution` is false',

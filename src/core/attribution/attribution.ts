@@ -22,7 +22,7 @@ import { formatAtom } from '../../shared/time.js';
 import { visibleNodes, withinReach } from '../access/index.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
-import { requireReason, searchConnectionHistory } from '../sessions/index.js';
+import { requirePastMoment, requireReason, searchConnectionHistory } from '../sessions/index.js';
 
 export interface AttributionQuery {
   /** With `port`: a node's public IPv4 address; without: a tunnel or client address (any text form). */
@@ -38,6 +38,7 @@ const MAX_SESSIONS = 100;
 
 export async function attribute(ctx: PortalContext, asked: AttributionQuery): Promise<AttributionAnswer> {
   if (ctx.config.lookups.requireReason.attribution) requireReason(asked.reason);
+  requirePastMoment(ctx, asked.at);
   // A report from a dual-stack server's log writes the node's IPv4 address IPv4-mapped.
   const query = { ...asked, ip: unmappedIpv4(asked.ip) };
   if (query.port === undefined) {

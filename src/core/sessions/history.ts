@@ -4,6 +4,7 @@
 import { canonicalAddress, unmappedIpv4 } from '../../net/cidr.js';
 import { ipAddressFamily } from '../../net/ip-prefix.js';
 import type { ConnectionLogEntry } from '../../protocol/admin-api.js';
+import { formatAtom } from '../../shared/time.js';
 import { connectionLogPage, type ConnectionLogFilter } from '../../storage/connection-log.js';
 import type { PortalContext } from '../context.js';
 import { PortalError } from '../errors.js';
@@ -27,6 +28,7 @@ export interface HistoryPage {
 /** A key limited to some profiles sees the history of those profiles only. */
 export async function connectionHistoryPage(ctx: PortalContext, query: HistoryQuery): Promise<HistoryPage> {
   if (query.ip !== undefined && ctx.config.lookups.requireReason.connectionLog) requireReason(query.reason);
+  if (query.at !== undefined) requirePastMoment(ctx, query.at);
   return searchConnectionHistory(ctx, query);
 }
 
@@ -73,6 +75,23 @@ export function requireReason(reason: string | undefined): void {
     throw new PortalError(
       'invalid-parameter',
       'missing query parameter "reason": say why you look this person up (1–200 characters, kept in the audit log)',
+    );
+}
+
+/** How far a moment asked about may lie ahead of the portal's clock: the reporting server's may run ahead. */
+const MOMENT_AHEAD_ALLOWED_MS = 60_000;
+
+/**
+ * A moment asked about (`at`) must have come: for a later one, the sessions open now would answer
+ * as if they held the address then, though they may end before it (a mistyped year names
+ * whoever is connected today). 400; a minute ahead is allowed for the reporting server's clock.
+ */
+export function requirePastMoment(ctx: PortalContext, at: string): void {
+  const now = ctx.clock.now();
+  if (Date.parse(at) > now.getTime() + MOMENT_AHEAD_ALLOWED_MS)
+    throw new PortalError(
+      'invalid-parameter',
+      `invalid value for "at": ${at} has not come yet (the portal's clock says ${formatAtom(now)}); ask about a moment that has passed`,
     );
 }
 

@@ -38,6 +38,7 @@ test('a full pass ends, as lost, the open sessions of a node no longer configure
   const byUser = new Map(entries.map((entry) => [entry.user_id, entry]));
   assert.equal(byUser.get('alice')?.disconnected_at, '2026-03-02T09:01:00+00:00', 'ended at the pass');
   assert.equal(byUser.get('bob')?.disconnected_at, null, "an unreachable node's session is not judged");
+  clock.advance(59 * 60_000);
   const later = await portal.get('/connection_log', { ip: '10.44.0.7', at: '2026-03-02T10:00:00Z' });
   assert.deepEqual(
     (later.json() as { connection_log: { user_id: string }[] }).connection_log.map((entry) => entry.user_id),

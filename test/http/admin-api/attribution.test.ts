@@ -643,6 +643,29 @@ test('a look-up is audited with its reason and whom it found; one without a reas
   assert.match(latest?.detail ?? '', /no node used the public address 203\.0\.113\.5/);
 });
 
+test('a moment that has not come yet is refused with 400, a minute’s lead of the reporting clock is not, and an offset of whole hours is read', async (t) => {
+  const portal = await startWithHistory();
+  t.after(() => portal.close());
+  // The portal's clock says 2026-03-02T09:00:00Z; bob has held 10.44.0.7 since 13:00 the day before.
+  const [before] = await auditLog(portal, 1);
+
+  for (const path of ['/attribution', '/connection_log']) {
+    const typo = await portal.get(path, { ip: '10.44.0.7', at: '2027-03-02T09:00:00Z', reason: 'r' });
+    assert.equal(typo.status, 400, `${path}: bob is not named for a year that has not come: ${typo.text}`);
+    assert.match(
+      (typo.json() as { error: string }).error,
+      /invalid value for "at": 2027-03-02T09:00:00\+00:00 has not come yet \(the portal's clock says 2026-03-02T09:00:00\+00:00\)/,
+    );
+    const justAhead = await portal.get(path, { ip: '10.44.0.7', at: '2026-03-02T09:01:01Z', reason: 'r' });
+    assert.equal(justAhead.status, 400, `${path}: 61 s ahead`);
+  }
+  assert.equal((await auditLog(portal, 1))[0]?.auditId, before?.auditId, 'a refused look-up leaves no row');
+
+  assert.deepEqual(await whoHad(portal, { ip: '10.44.0.7', at: '2026-03-02T09:01:00Z' }), ['bob'], 'a minute ahead');
+  assert.deepEqual(await whoHad(portal, { ip: '10.44.0.7', at: '2026-03-01T10:00:00+01' }), ['alice'], '09:00 UTC');
+  assert.deepEqual(await whoHad(portal, { ip: '10.44.0.7', at: '2026-03-01T15:00:00+01' }), ['bob'], '14:00 UTC');
+});
+
 test('connection_log with ip records its reason in the audit log; a reason is required only when lookups.requireReason.connectionLog says so', async (t) => {
   const portal = await startWithHistory();
   t.after(() => portal.close());
