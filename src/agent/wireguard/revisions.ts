@@ -6,8 +6,8 @@
 // Removed keys are remembered for REMOVAL_MEMORY_MS, longer than any instruction can be under
 // way (the portal sends no add it read more than half of that before), and across restarts
 // (removal-file.ts): an add held up in a stalled portal must not find a restarted agent that
-// forgot the removal. The service measures the memory in time awake (awake-clock.ts): an agent
-// that stood still must not wake up having forgotten.
+// forgot the removal. The service measures the memory in time awake (src/shared/awake-clock.ts):
+// an agent that stood still must not wake up having forgotten.
 // Instructions without a revision (an older portal, a script) always apply and reset what is
 // known about their key.
 import { REMOVAL_MEMORY_MS } from '../../protocol/vpn-daemon.js';

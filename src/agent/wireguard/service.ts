@@ -18,7 +18,7 @@ import { WireGuardInterface } from './interface.js';
 import { EXPENSIVE_READ_MS, PeerView } from './peer-view.js';
 import { OnlineRuns } from './online-runs.js';
 import { PeerWriter, type PeerWriteMethod } from './peer-writer.js';
-import { AwakeClock } from './awake-clock.js';
+import { AwakeClock } from '../../shared/awake-clock.js';
 import { PeerRevisions } from './revisions.js';
 import { RemovalFile } from './removal-file.js';
 import { WgTool } from './wg-tool.js';

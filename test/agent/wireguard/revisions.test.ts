@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { PeerRevisions } from '../../../src/agent/wireguard/revisions.js';
+import { AwakeClock } from '../../../src/shared/awake-clock.js';
 
 test('an add older than the last removal of its key is ignored, a newer one applies', () => {
   const revisions = new PeerRevisions(() => 0);
@@ -56,5 +57,35 @@ test('removals taken back after a restart hold as if never forgotten; those olde
   assert.deepEqual(revisions.removals(), [{ publicKey: 'gina', revision: 30, agoMs: 60_000 }]);
   assert.equal(revisions.removalCount, 1, 'hugo was added back');
   assert.equal(revisions.admit('gina', 'add', 32), true);
+  assert.equal(revisions.removalCount, 0);
+});
+
+test('an agent stopped for a quarter of an hour right after a disable still refuses the add that waited in its socket', () => {
+  let monotonic = 0;
+  const clock = new AwakeClock(() => monotonic);
+  const revisions = new PeerRevisions(() => clock.now());
+  assert.equal(revisions.admit('alice', 'add', 5), true);
+  assert.equal(revisions.admit('alice', 'remove', 7), true, 'disable_user reaches the node');
+  // SIGSTOP: the monotonic clock runs on, the agent does not.
+  monotonic += 15 * 60_000;
+  assert.equal(
+    revisions.admit('alice', 'add', 5),
+    false,
+    'the add a reconcile pass read before the disable is still older than the removal',
+  );
+});
+
+test('running ten minutes after a removal forgets it, so the memory stays bounded', () => {
+  let monotonic = 0;
+  const clock = new AwakeClock(() => monotonic);
+  const revisions = new PeerRevisions(() => clock.now());
+  assert.equal(revisions.admit('bob', 'remove', 9), true);
+  for (let second = 0; second <= 11 * 60; second++) {
+    monotonic += 1_000;
+    clock.now();
+  }
+  assert.equal(revisions.removalCount, 1, 'not yet pruned: nothing has asked');
+  assert.equal(revisions.admit('carol', 'add', 1), true);
+  assert.equal(revisions.admit('bob', 'add', 2), true, 'forgotten after more than ten minutes awake');
   assert.equal(revisions.removalCount, 0);
 });

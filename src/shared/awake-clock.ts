@@ -1,13 +1,14 @@
-// The agent's time awake: the monotonic clock, except that a stretch in which the agent did not
-// run (stopped with SIGSTOP, a paused VM, a stalled event loop) counts as a few seconds only. The
-// memory of removals (revisions.ts) is measured on it: a late add that reached the agent's socket
-// just before the agent stood still would otherwise find, on waking, the removal that overtook it
-// forgotten, and put a revoked peer back. Kept current by a tick, so time spent running counts in
-// full whether or not instructions arrive.
+// A process's time awake: the monotonic clock, except that a stretch in which the process did
+// not run (stopped with SIGSTOP, a paused VM, a stalled event loop) counts as a few seconds only.
+// The node agent measures on it what must not lapse while it stands still: the memory of
+// removals (a late add that reached its socket just before it stood still would otherwise find
+// the removal that overtook it forgotten, and put a revoked peer back), and a ProxyGuard
+// tunnel's idleness (its clients kept sending while it stood still). Kept current by a tick, so
+// time spent running counts in full whether or not anything asks.
 
 /** How often the clock looks at the monotonic clock while nothing else asks. */
 const TICK_MS = 1_000;
-/** The most one look counts: a longer gap is a stretch the agent stood still. */
+/** The most one look counts: a longer gap is a stretch the process stood still. */
 const MAX_STEP_MS = 5_000;
 
 export class AwakeClock {
