@@ -19,6 +19,7 @@ import { judgeRelayRequest, UOTLV_PROTOCOL, type RelayRequest } from './handshak
 import { connectUdp, ProxyGuardTunnel, type TunnelLimits, type UdpTarget } from './tunnel.js';
 import { AddressAllowList } from '../../net/address-allow-list.js';
 import { unmappedIpv4 } from '../../net/cidr.js';
+import { AwakeClock } from '../../shared/awake-clock.js';
 import { LISTEN_BACKLOG } from '../../shared/listen-backlog.js';
 import { AtMostEvery, elapsedSince, monotonicNow, type MonotonicMs } from '../../shared/monotonic.js';
 
@@ -67,6 +68,8 @@ export class ProxyGuardRelay {
   readonly #limits: TunnelLimits;
   readonly #logger: Logger;
   readonly #tunnels = new Set<ProxyGuardTunnel>();
+  /** What tunnels measure idleness on: their clients kept sending while the agent stood still. */
+  readonly #awake = new AwakeClock();
   /** Local port of each tunnel's UDP socket (what WireGuard sees as the peer's endpoint) → the client's address. */
   readonly #origins = new Map<number, string>();
   /** The same for tunnels that ended within ENDED_PORT_HOLD_MS. */
@@ -132,6 +135,7 @@ export class ProxyGuardRelay {
     server.on('error', (error) =>
       relay.#logger.error({ err: error }, 'ProxyGuard: the relay cannot accept connections'),
     );
+    relay.#awake.start();
     return relay;
   }
 
@@ -172,6 +176,7 @@ export class ProxyGuardRelay {
   close(): Promise<void> {
     this.#closing ??= new Promise<void>((resolve) => {
       this.#pending.stop();
+      this.#awake.stop();
       this.#server.close(() => resolve());
       for (const tunnel of [...this.#tunnels]) tunnel.end('relay-closing');
       this.#server.closeAllConnections();
@@ -259,6 +264,7 @@ export class ProxyGuardRelay {
       socket,
       udp,
       limits: this.#limits,
+      awakeMs: () => this.#awake.now(),
       logger: this.#logger,
       onEnd: () => {
         this.#tunnels.delete(tunnel);

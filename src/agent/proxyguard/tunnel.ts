@@ -80,7 +80,9 @@ export class ProxyGuardTunnel {
   #droppedToClient = 0;
   #droppedToWireGuard = 0;
   #idleTimer: NodeJS.Timeout | null = null;
-  /** Monotonic milliseconds; the upgrade counts as a byte from the client. */
+  /** The relay's time awake, in ms: a stretch the agent stood still does not make a tunnel idle. */
+  readonly #awakeMs: () => number;
+  /** Awake milliseconds; the upgrade counts as a byte from the client. */
   #lastFromClientMs = 0;
   /** Null until WireGuard has sent its first datagram. */
   #lastFromWireGuardMs: number | null = null;
@@ -91,12 +93,14 @@ export class ProxyGuardTunnel {
     readonly socket: Socket;
     readonly udp: UdpSocket;
     readonly limits: TunnelLimits;
+    readonly awakeMs: () => number;
     readonly logger: Logger;
     readonly onEnd: (reason: TunnelEndReason) => void;
   }) {
     this.#socket = options.socket;
     this.#udp = options.udp;
     this.#limits = options.limits;
+    this.#awakeMs = options.awakeMs;
     this.#logger = options.logger;
     this.#onEnd = options.onEnd;
   }
@@ -106,7 +110,7 @@ export class ProxyGuardTunnel {
     const socket = this.#socket;
     socket.setNoDelay(true); // frames are small and latency matters more than packing them
     socket.setKeepAlive(true, TCP_KEEPALIVE_DELAY_MS);
-    this.#startedMs = performance.now();
+    this.#startedMs = this.#awakeMs();
     this.#lastFromClientMs = this.#startedMs;
     this.#scheduleIdleCheck();
     socket.on('data', (chunk: Buffer) => this.#fromClient(chunk));
@@ -149,7 +153,7 @@ export class ProxyGuardTunnel {
 
   #fromClient(chunk: Buffer): void {
     if (this.#ended) return;
-    this.#lastFromClientMs = performance.now();
+    this.#lastFromClientMs = this.#awakeMs();
     const decoded = this.#decoder.push(chunk);
     for (const datagram of decoded.datagrams) {
       if (this.#udp.getSendQueueCount() > MAX_UDP_SEND_QUEUE) {
@@ -169,7 +173,7 @@ export class ProxyGuardTunnel {
   #fromWireGuard(datagram: Buffer): void {
     // WireGuard never sends an empty datagram, and an empty frame would be a protocol error.
     if (this.#ended || datagram.length === 0) return;
-    this.#lastFromWireGuardMs = performance.now();
+    this.#lastFromWireGuardMs = this.#awakeMs();
     if (this.#isBacklogged()) {
       this.#droppedToClient += 1;
       this.#stallTimer ??= setTimeout(() => {
@@ -200,7 +204,7 @@ export class ProxyGuardTunnel {
 
   #scheduleIdleCheck(): void {
     const deadline = this.#deadline();
-    const waitMs = deadline.atMs - performance.now();
+    const waitMs = deadline.atMs - this.#awakeMs();
     if (waitMs <= 0) {
       if (deadline.reason === 'unanswered')
         this.#logger.info('ProxyGuard tunnel closed: WireGuard never answered (not a WireGuard client)');

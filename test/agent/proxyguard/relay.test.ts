@@ -474,6 +474,20 @@ describe('peers that go away or stop reading', () => {
     assert.equal(relay.tunnelCount, 1, 'only the silent tunnel was dropped');
   });
 
+  test('a tunnel outlives a stretch longer than its idle timeout in which the agent stood still, and is idle by time awake', async (t) => {
+    const target = await startEchoTarget(t);
+    const relay = await startRelay(t, target.port, { idleTimeoutMs: 6_000 });
+    const tunnel = await tunnelTo(t, relay);
+    await assertEchoes(tunnel, 'before', 'the tunnel works');
+
+    // The agent's event loop stands still for 8 s (as under SIGSTOP or a paused VM): the client
+    // did not go quiet, the agent did. A stretch like that counts as a few seconds awake.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 8_000);
+
+    await assertEchoes(tunnel, 'after', 'the tunnel was not ended as idle on waking');
+    assert.equal(relay.tunnelCount, 1);
+  });
+
   test('a client that resets the connection is cleaned up at once', async (t) => {
     const target = await startEchoTarget(t);
     const relay = await startRelay(t, target.port);
