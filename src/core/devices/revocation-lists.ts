@@ -163,9 +163,11 @@ export class RevocationListRefresher {
   }
 
   /**
-   * Puts in force again, for each URL source, the newest list believed from it before (by this
-   * portal before a restart, or by another instance): a revoked certificate stays refused from
-   * the first request on, whatever the distribution point answers. A file is read at start.
+   * Puts in force again, for each source, the newest list believed from it before (by this portal
+   * before a restart, or by another instance): a revoked certificate stays refused from the first
+   * request on, whatever the distribution point answers, or a file holds now (an older list of
+   * its CA put back, another CA's). A file's list as read at start is lent to enrollment beside
+   * it, until the refresh believes a list of its CA at least as new (#lendToEnrollment).
    */
   async restore(): Promise<void> {
     let pins: Map<string, RevocationListSourcePin>;
@@ -177,7 +179,7 @@ export class RevocationListRefresher {
     }
     for (const [index, source] of this.#config.crlSources.entries()) {
       const pin = pins.get(source.location);
-      if (source.kind !== 'url' || pin === undefined || this.#inForce[index] !== null) continue;
+      if (pin === undefined || this.#inForce[index] !== null) continue;
       let crl: RevocationList;
       try {
         crl = readCrl(pin.list);
@@ -192,6 +194,18 @@ export class RevocationListRefresher {
       const named = this.#namedIssuers[index] ?? null;
       if (named !== null && !(pin.issuer === named.subject && (await crlSignedBy(crl, [named])))) continue;
       this.#putInForce(index, crl, sha256Hex(pin.list));
+      if (source.kind === 'file') this.#lendAsRead(index, source.initial);
+    }
+  }
+
+  /** Keeps a file's list as read at start checking enrollment, beside the list put in force in its place. */
+  #lendAsRead(index: number, initial: Buffer): void {
+    try {
+      const crl = readCrl(initial);
+      this.#lent[index] = crl;
+      this.#verifier.lendCrl(index, crl);
+    } catch {
+      // Read at start already (an unreadable one refuses the start).
     }
   }
 
