@@ -383,6 +383,7 @@ export class RevocationListRefresher {
           lent !== null &&
           lent.issuer === crl.issuer &&
           lent.thisUpdate <= crl.thisUpdate &&
+          !dropsRevocationOfSameSecond(crl, lent) &&
           (await crlSignedByKeyOf(lent, signers))
         ) {
           this.#lent[index] = null;
@@ -422,7 +423,11 @@ export class RevocationListRefresher {
     const inForce = this.#inForce[index]?.crl ?? null;
     if (inForce !== null && (inForce.issuer !== crl.issuer || crl.thisUpdate < inForce.thisUpdate)) return;
     const lent = this.#lent[index] ?? null;
-    if (lent !== null && (lent.issuer !== crl.issuer || crl.thisUpdate < lent.thisUpdate)) return;
+    if (
+      lent !== null &&
+      (lent.issuer !== crl.issuer || crl.thisUpdate < lent.thisUpdate || dropsRevocationOfSameSecond(crl, lent))
+    )
+      return;
     this.#lent[index] = crl;
     this.#verifier.lendCrl(index, crl);
   }
@@ -520,6 +525,11 @@ export class RevocationListRefresher {
       throw new CrlRefused(
         'older',
         `its thisUpdate ${crl.thisUpdate.toISOString()} is older than the list in force (${inForce.crl.thisUpdate.toISOString()})`,
+      );
+    if (inForce !== null && dropsRevocationOfSameSecond(crl, inForce.crl))
+      throw new CrlRefused(
+        'older',
+        `its thisUpdate ${crl.thisUpdate.toISOString()} is the list in force's, but it lacks a certificate that one revokes: an earlier list of that second`,
       );
     // A pin of another CA is one the entry's named CA overrules: no measure of this CA's lists.
     if (pin !== null && pin.issuer === crl.issuer && crl.thisUpdate < pin.thisUpdate)
@@ -687,6 +697,18 @@ async function whyNotSignedByCandidates(
         `the CA it names signed it, but ${rule}: that CA vouches for no device certificate, so its lists are not believed either`,
       );
   return new CrlRefused('bad-signature', `the list is not signed by the CA it names ("${crl.issuer}")`);
+}
+
+/**
+ * Whether `crl` says it was made in the same second as `other` (thisUpdate has no finer unit) but
+ * lacks a certificate `other` revokes: a CA that revoked one between two lists of one second made
+ * the one without it first. Of two lists of one second, the one that names every revocation stands.
+ */
+function dropsRevocationOfSameSecond(crl: RevocationList, other: RevocationList): boolean {
+  if (crl.thisUpdate.getTime() !== other.thisUpdate.getTime()) return false;
+  const serials = revokedSerialsOf(crl).serialNumbers;
+  for (const serial of revokedSerialsOf(other).serialNumbers) if (!serials.has(serial)) return true;
+  return false;
 }
 
 /** Why `crl` is not current at `now` (made in the future, or past its nextUpdate); null when it is. */
