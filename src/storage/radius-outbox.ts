@@ -127,6 +127,26 @@ export async function postponeOutboxRecord(
   return Number(result.numUpdatedRows) > 0;
 }
 
+/**
+ * Whether the outbox holds another record of `record`'s session for its server (its Start or an
+ * Interim-Update, waiting or being sent): a Stop waits for them, so no server hears a session's
+ * Start after its Stop.
+ */
+export async function sessionRecordsWaiting(
+  db: Db,
+  record: Pick<OutboxRecord, 'recordId' | 'server' | 'acctSessionId'>,
+): Promise<boolean> {
+  const row = await db
+    .selectFrom('radius_outbox')
+    .select('record_id')
+    .where('server', '=', record.server)
+    .where('acct_session_id', '=', record.acctSessionId)
+    .where('record_id', '!=', record.recordId)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 export async function findOutboxRecord(db: Db, recordId: string): Promise<OutboxRecord | undefined> {
   const row = await db.selectFrom('radius_outbox').selectAll().where('record_id', '=', recordId).executeTakeFirst();
   return row === undefined ? undefined : toRecord(row);

@@ -18,6 +18,7 @@ import {
   dueOutboxRecords,
   postponeOutboxRecord,
   removeOutboxRecord,
+  sessionRecordsWaiting,
   type OutboxRecord,
 } from '../../storage/radius-outbox.js';
 import { claimInterim, dueInterims } from '../../storage/radius-sessions.js';
@@ -144,11 +145,19 @@ export class RadiusAccountingWorker {
       const giveUpAt = addDuration(eventAt, settings.maxAge);
       if (server === undefined)
         return await this.#drop(claimed, token, 'the server is no longer in accounting.radius.servers');
+      const record = parseRecord(claimed.record);
+      // A Stop goes last: a Start or Interim-Update of its session sent after it (one whose
+      // retransmission is due later) would tell a firewall its user is behind the address again.
+      // The wait is no attempt; the Stop is looked at again shortly.
+      if (record.statusType === 'Stop' && (await sessionRecordsWaiting(db, claimed))) {
+        const again = formatAtom(new Date(clock.now().getTime() + FIRST_RETRY_MS));
+        await postponeOutboxRecord(db, claimed.recordId, token, again, { cutOff: true });
+        return;
+      }
       // Sent at least once: a record queued after maxAge (a session the portal saw only after an
       // outage longer than that) is dropped only when its one transmission goes unanswered.
       if (clock.now() > giveUpAt && claimed.attempts > 1)
         return await this.#drop(claimed, token, this.#tooOld(claimed));
-      const record = parseRecord(claimed.record);
       const delaySeconds = (clock.now().getTime() - eventAt.getTime()) / 1000;
       const outcome = await transmitAccountingRequest(server, record, delaySeconds, ANSWER_TIMEOUT_MS, signal);
       if (outcome.kind === 'answered') {

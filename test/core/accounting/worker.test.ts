@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { PortalEvent } from '../../../src/core/events.js';
 import { asNodeNumber, asProfileId, asUserId } from '../../../src/shared/ids.js';
+import { formatAtom } from '../../../src/shared/time.js';
 import { countOutboxRecords } from '../../../src/storage/radius-outbox.js';
 import { detailRecord, startFreeRadius, type FreeRadius } from '../../support/freeradius.js';
 import { shiftedClock } from '../../support/shifted-clock.js';
@@ -170,6 +171,31 @@ describe('RADIUS accounting through the outbox', () => {
     );
     assert.ok(Number(stop['Acct-Delay-Time']) >= 5, `sent late, and says so: ${stop['Acct-Delay-Time']}`);
     await until('the outbox to empty', async () => (await outboxSize()) === 0);
+  });
+
+  test("a Start still waiting to be sent again holds back its session's Stop, so the server never hears them the other way round", async () => {
+    const { ctx } = portal.portal;
+    const at = clock.now();
+    await ctx.events.change(ctx.db, async (trx, record) => {
+      await record(started('key-dave', 'dave', at), ended('key-dave', new Date(at.getTime() + 1_000)));
+      // The Start went unanswered three times (a packet lost, a server busy): its next
+      // transmission is 30 s away, while the Stop is due at once.
+      await trx
+        .updateTable('radius_outbox')
+        .set({ attempts: 3, next_attempt_at: formatAtom(new Date(at.getTime() + 30_000)) })
+        .where('connection_id', '=', 'key-dave')
+        .where('event_at', '=', formatAtom(at))
+        .execute();
+    });
+    // Long enough for a Stop due at once to reach the server.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    clock.advance(31_000);
+    await until('the outbox to empty', async () => (await outboxSize()) === 0, 30_000);
+    assert.deepEqual(
+      (await ofSession('dave')).map((record) => record['Acct-Status-Type']),
+      ['Start', 'Stop'],
+      'a Start after its Stop would tell a firewall dave is behind 10.44.0.7 again',
+    );
   });
 
   test('a record unanswered for maxAge is dropped with an audit row and a metric', async () => {
