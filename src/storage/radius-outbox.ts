@@ -128,9 +128,10 @@ export async function postponeOutboxRecord(
 }
 
 /**
- * Whether the outbox holds another record of `record`'s session for its server (its Start or an
+ * Whether the outbox holds an earlier record of `record`'s session for its server (its Start or an
  * Interim-Update, waiting or being sent): a Stop waits for them, so no server hears a session's
- * Start after its Stop.
+ * Start after its Stop. Only earlier ones (ids are ordered by event time): two records that each
+ * waited for the other would never go.
  */
 export async function sessionRecordsWaiting(
   db: Db,
@@ -141,7 +142,7 @@ export async function sessionRecordsWaiting(
     .select('record_id')
     .where('server', '=', record.server)
     .where('acct_session_id', '=', record.acctSessionId)
-    .where('record_id', '!=', record.recordId)
+    .where('record_id', '<', record.recordId)
     .limit(1)
     .executeTakeFirst();
   return row !== undefined;
