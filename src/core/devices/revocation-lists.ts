@@ -382,8 +382,7 @@ export class RevocationListRefresher {
         if (
           lent !== null &&
           lent.issuer === crl.issuer &&
-          lent.thisUpdate <= crl.thisUpdate &&
-          !dropsRevocationOfSameSecond(crl, lent) &&
+          !isOlderList(crl, lent) &&
           (await crlSignedByKeyOf(lent, signers))
         ) {
           this.#lent[index] = null;
@@ -423,11 +422,7 @@ export class RevocationListRefresher {
     const inForce = this.#inForce[index]?.crl ?? null;
     if (inForce !== null && (inForce.issuer !== crl.issuer || crl.thisUpdate < inForce.thisUpdate)) return;
     const lent = this.#lent[index] ?? null;
-    if (
-      lent !== null &&
-      (lent.issuer !== crl.issuer || crl.thisUpdate < lent.thisUpdate || dropsRevocationOfSameSecond(crl, lent))
-    )
-      return;
+    if (lent !== null && (lent.issuer !== crl.issuer || isOlderList(crl, lent))) return;
     this.#lent[index] = crl;
     this.#verifier.lendCrl(index, crl);
   }
@@ -697,6 +692,11 @@ async function whyNotSignedByCandidates(
         `the CA it names signed it, but ${rule}: that CA vouches for no device certificate, so its lists are not believed either`,
       );
   return new CrlRefused('bad-signature', `the list is not signed by the CA it names ("${crl.issuer}")`);
+}
+
+/** Whether `crl` is an older list of its CA than `other`: made earlier, or in the same second without one of its revocations. */
+function isOlderList(crl: RevocationList, other: RevocationList): boolean {
+  return crl.thisUpdate < other.thisUpdate || dropsRevocationOfSameSecond(crl, other);
 }
 
 /**
