@@ -180,22 +180,46 @@ export class RevocationListRefresher {
     for (const [index, source] of this.#config.crlSources.entries()) {
       const pin = pins.get(source.location);
       if (pin === undefined || this.#inForce[index] !== null) continue;
-      let crl: RevocationList;
-      try {
-        crl = readCrl(pin.list);
-      } catch (error) {
-        this.#ctx.logger.error(
-          { err: error, crl: source.location },
-          'a revocation list believed before cannot be read',
-        );
-        continue;
-      }
-      // Believed before the entry named its CA: perhaps another CA's list, served in its place.
-      const named = this.#namedIssuers[index] ?? null;
-      if (named !== null && !(pin.issuer === named.subject && (await crlSignedBy(crl, [named])))) continue;
+      const crl = await this.#pinnedList(index, pin);
+      if (crl === null) continue;
       this.#putInForce(index, crl, sha256Hex(pin.list));
       if (source.kind === 'file') this.#lendAsRead(index, source.initial);
     }
+  }
+
+  /**
+   * The list `pin` notes for source `index`, if it may be put in force there: readable, and of the
+   * CA the source's entry names (believed before the entry named it, it may be another CA's list).
+   */
+  async #pinnedList(index: number, pin: RevocationListSourcePin): Promise<RevocationList | null> {
+    let crl: RevocationList;
+    try {
+      crl = readCrl(pin.list);
+    } catch (error) {
+      this.#ctx.logger.error(
+        { err: error, crl: this.#config.crlSources[index]?.location },
+        'a revocation list believed before cannot be read',
+      );
+      return null;
+    }
+    const named = this.#namedIssuers[index] ?? null;
+    if (named !== null && !(pin.issuer === named.subject && (await crlSignedBy(crl, [named])))) return null;
+    return crl;
+  }
+
+  /**
+   * Another portal instance on this database believed a newer list of the CA from this source
+   * than the one in force here: it is put in force here too, so a certificate only it revokes is
+   * refused by every instance, whatever this instance's reading of the source answers (a mirror
+   * that has not caught up, a reading that fails) until then.
+   */
+  async #followNewerPin(index: number, pin: RevocationListSourcePin | undefined): Promise<void> {
+    const inForce = this.#inForce[index]?.crl ?? null;
+    // A pin of another CA than the list in force: the source's own reading decides (forget-crl).
+    if (pin === undefined || (inForce !== null && pin.issuer !== inForce.issuer)) return;
+    const crl = await this.#pinnedList(index, pin);
+    if (crl === null || (inForce !== null && !isOlderList(inForce, crl))) return;
+    this.#putInForce(index, crl, sha256Hex(pin.list));
   }
 
   /** Keeps a file's list as read at start checking enrollment, beside the list put in force in its place. */
@@ -355,6 +379,7 @@ export class RevocationListRefresher {
         let sha256 = '';
         /** The CA certificates whose key signed the list believed. */
         let signers: readonly CaCertificate[] = [];
+        await this.#followNewerPin(index, pins.get(source.location));
         try {
           const body = source.kind === 'file' ? await readFile(source.location) : await fetchCrl(source.location);
           try {
