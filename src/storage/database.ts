@@ -101,6 +101,7 @@ import { deviceOtherSuspensions } from './migrations/0056-device-other-suspensio
 import { scimUserNameKeys } from './migrations/0057-scim-user-name-key.js';
 import { deviceJamfEventAt } from './migrations/0058-device-jamf-event-at.js';
 import { consoleOidcSessionRules } from './migrations/0059-console-oidc-session-rules.js';
+import { radiusOutboxAddress } from './migrations/0060-radius-outbox-address.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -174,6 +175,7 @@ const migrations: Record<string, Migration> = {
   '0057-scim-user-name-key': scimUserNameKeys,
   '0058-device-jamf-event-at': deviceJamfEventAt,
   '0059-console-oidc-session-rules': consoleOidcSessionRules,
+  '0060-radius-outbox-address': radiusOutboxAddress,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -14,6 +14,8 @@ export interface OutboxRecord {
   readonly server: string;
   readonly acctSessionId: string;
   readonly connectionId: string;
+  /** The tunnel address the record reports (IPv4, else IPv6); null when it reports none. */
+  readonly address: string | null;
   /** JSON of src/protocol/radius.ts's AccountingRecord. */
   readonly record: string;
   readonly eventAt: string;
@@ -25,7 +27,7 @@ export interface OutboxRecord {
 
 export type NewOutboxRecord = Pick<
   OutboxRecord,
-  'recordId' | 'server' | 'acctSessionId' | 'connectionId' | 'record' | 'eventAt'
+  'recordId' | 'server' | 'acctSessionId' | 'connectionId' | 'address' | 'record' | 'eventAt'
 >;
 
 export async function insertOutboxRecords(db: Db, records: readonly NewOutboxRecord[]): Promise<void> {
@@ -38,6 +40,7 @@ export async function insertOutboxRecords(db: Db, records: readonly NewOutboxRec
         server: record.server,
         acct_session_id: record.acctSessionId,
         connection_id: record.connectionId,
+        address: record.address,
         record: record.record,
         event_at: record.eventAt,
         attempts: 0,
@@ -128,24 +131,26 @@ export async function postponeOutboxRecord(
 }
 
 /**
- * Whether the outbox holds an earlier record of `record`'s session for its server (its Start or an
- * Interim-Update, waiting or being sent): a Stop waits for them, so no server hears a session's
- * Start after its Stop. Only earlier ones (ids are ordered by event time): two records that each
- * waited for the other would never go.
+ * Whether the outbox holds, for `record`'s server, a record made before it (ids are ordered as
+ * they were made) of its session or of another session on its address, waiting or being sent:
+ * `record` waits for them. So no server hears a session's Start or Interim-Update after its Stop,
+ * nor the next session's Start on an address before the Stop of the session that had it before.
+ * Only earlier ones: two records that each waited for the other would never go.
  */
-export async function sessionRecordsWaiting(
+export async function earlierRecordsWaiting(
   db: Db,
-  record: Pick<OutboxRecord, 'recordId' | 'server' | 'acctSessionId'>,
+  record: Pick<OutboxRecord, 'recordId' | 'server' | 'acctSessionId' | 'address'>,
 ): Promise<boolean> {
-  const row = await db
+  const earlier = db
     .selectFrom('radius_outbox')
     .select('record_id')
     .where('server', '=', record.server)
-    .where('acct_session_id', '=', record.acctSessionId)
     .where('record_id', '<', record.recordId)
-    .limit(1)
-    .executeTakeFirst();
-  return row !== undefined;
+    .limit(1);
+  // Two look-ups, each along its own index (radius_outbox_session, radius_outbox_address).
+  if ((await earlier.where('acct_session_id', '=', record.acctSessionId).executeTakeFirst()) !== undefined) return true;
+  if (record.address === null) return false;
+  return (await earlier.where('address', '=', record.address).executeTakeFirst()) !== undefined;
 }
 
 export async function findOutboxRecord(db: Db, recordId: string): Promise<OutboxRecord | undefined> {
@@ -169,6 +174,7 @@ function toRecord(row: RadiusOutboxTable): OutboxRecord {
     server: row.server,
     acctSessionId: row.acct_session_id,
     connectionId: row.connection_id,
+    address: row.address,
     record: row.record,
     eventAt: row.event_at,
     attempts: Number(row.attempts),

@@ -434,6 +434,8 @@ export interface RadiusOutboxTable {
   next_attempt_at: string;
   lease_until: string | null;
   lease_token: string | null;
+  /** The tunnel address the record reports (IPv4, else IPv6; migration 0060): records of one address go in order. */
+  address: string | null;
 }
 
 /** A NAT mapping a node put in force (migration 0025, src/storage/nat-mappings.ts). */

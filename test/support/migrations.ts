@@ -56,4 +56,5 @@ export const EXPECTED_MIGRATIONS = [
   '0057-scim-user-name-key',
   '0058-device-jamf-event-at',
   '0059-console-oidc-session-rules',
+  '0060-radius-outbox-address',
 ] as const;

@@ -34,10 +34,17 @@ export async function queueRecord(
       server: server.address,
       acctSessionId: record.sessionId,
       connectionId,
+      address: reportedAddress(record),
       record: JSON.stringify(forServer(record, server)),
       eventAt: formatAtom(at),
     })),
   );
+}
+
+/** The tunnel address a record reports, as its records are ordered by: IPv4, else IPv6. */
+function reportedAddress(record: AccountingRecord): string | null {
+  const address = record.framedIpAddress ?? record.framedIpv6Address;
+  return address === null ? null : canonicalAddressOrSame(address);
 }
 
 /** A session opened: its row (the first Interim-Update due one interval later) and its Start. */

@@ -18,7 +18,7 @@ import {
   dueOutboxRecords,
   postponeOutboxRecord,
   removeOutboxRecord,
-  sessionRecordsWaiting,
+  earlierRecordsWaiting,
   type OutboxRecord,
 } from '../../storage/radius-outbox.js';
 import { claimInterim, dueInterims } from '../../storage/radius-sessions.js';
@@ -146,10 +146,12 @@ export class RadiusAccountingWorker {
       if (server === undefined)
         return await this.#drop(claimed, token, 'the server is no longer in accounting.radius.servers');
       const record = parseRecord(claimed.record);
-      // A Stop goes last: a Start or Interim-Update of its session sent after it (one whose
-      // retransmission is due later) would tell a firewall its user is behind the address again.
-      // The wait is no attempt; the Stop is looked at again shortly.
-      if (record.statusType === 'Stop' && (await sessionRecordsWaiting(db, claimed))) {
+      // Records of a session, and of an address, go in the order they were made: a Start or
+      // Interim-Update sent after its session's Stop (one whose retransmission is due later), or
+      // the next session's Start on an address sent before the Stop of the one that had it, would
+      // tell a firewall the wrong user is behind the address. The wait is no attempt; the record
+      // is looked at again shortly.
+      if (await earlierRecordsWaiting(db, claimed)) {
         const again = formatAtom(new Date(clock.now().getTime() + FIRST_RETRY_MS));
         await postponeOutboxRecord(db, claimed.recordId, token, again, { cutOff: true });
         return;

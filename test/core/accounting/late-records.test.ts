@@ -118,6 +118,7 @@ test("the housekeeping leaves a configured server's records to the worker, howev
       server: '192.0.2.1:1813',
       acctSessionId: 'session-taken-out',
       connectionId: 'key-bob',
+      address: null,
       record: '{}',
       eventAt: formatAtom(new Date(clock.now().getTime() - 2 * 3_600_000)),
     },

@@ -198,6 +198,40 @@ describe('RADIUS accounting through the outbox', () => {
     );
   });
 
+  test("the next session's Start on an address waits for the Stop of the session that had it, so the server never leaves the address to the wrong user", async () => {
+    const { ctx } = portal.portal;
+    const at = clock.now();
+    await announce(portal, started('key-erin', 'erin', at));
+    await detailRecord(radius, "erin's Start", (record) => record['User-Name'] === 'erin');
+    await ctx.events.change(ctx.db, async (trx, record) => {
+      // erin leaves 10.44.0.7 and frank gets it.
+      await record(
+        ended('key-erin', new Date(at.getTime() + 1_000)),
+        started('key-frank', 'frank', new Date(at.getTime() + 2_000)),
+      );
+      // erin's Stop went unanswered three times: its next transmission is 30 s away, while
+      // frank's Start is due at once.
+      await trx
+        .updateTable('radius_outbox')
+        .set({ attempts: 3, next_attempt_at: formatAtom(new Date(at.getTime() + 30_000)) })
+        .where('connection_id', '=', 'key-erin')
+        .execute();
+    });
+    // Long enough for a Start due at once to reach the server.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    clock.advance(31_000);
+    await until('the outbox to empty', async () => (await outboxSize()) === 0, 30_000);
+    assert.deepEqual(
+      (await radius.records())
+        .filter((record) => record['User-Name'] === 'erin' || record['User-Name'] === 'frank')
+        .map((record) => `${record['User-Name']} ${record['Acct-Status-Type']}`),
+      ['erin Start', 'erin Stop', 'frank Start'],
+      "frank's Start before erin's Stop: a firewall that ends erin's mapping of 10.44.0.7 with her Stop leaves frank unmapped, or one keyed by user leaves erin behind it",
+    );
+    await announce(portal, ended('key-frank', clock.now()));
+    await until('the outbox to empty', async () => (await outboxSize()) === 0, 30_000);
+  });
+
   test('a record unanswered for maxAge is dropped with an audit row and a metric', async () => {
     await radius.stop();
     try {

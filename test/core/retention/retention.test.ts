@@ -208,6 +208,7 @@ test('RADIUS records nobody sends any more (accounting turned off since) go once
     server: '192.0.2.1:1813',
     acctSessionId: `session-${recordId}`,
     connectionId: 'a1',
+    address: null,
     record: '{}',
     eventAt,
   });
