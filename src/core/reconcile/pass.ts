@@ -381,17 +381,23 @@ async function confirmPendingRevocations(
   );
   // Their revisions are read after the receipts: each removal is at least as new as its receipt.
   const removedNow = new Set<string>();
+  const gone: { publicKey: string; nodeNumber: NodeNumber; answer: RemovedPeer | null }[] = [];
   await forEachLimited(
     await removalsFor(ctx, nodeNumber, [...unconfirmed]),
     PARALLEL_CHANGES_PER_NODE,
     async (removal) => {
       if (ctx.nodes.isDown(nodeNumber)) return;
-      const done = await ctx.nodes.attempt(daemon, 'remove_peer', (node) =>
-        node.removePeer(removal.publicKey, removal.revision).then(() => true),
-      );
-      if (done === true) removedNow.add(removal.publicKey);
+      const done = await ctx.nodes.attempt(daemon, 'remove_peer', async (node) => ({
+        answer: await node.removePeer(removal.publicKey, removal.revision),
+      }));
+      if (done === undefined) return;
+      removedNow.add(removal.publicKey);
+      gone.push({ publicKey: removal.publicKey, nodeNumber, answer: done.answer });
     },
   );
+  // Their sessions end now, with the counters the node answered, as the pass's own removals'
+  // do: when the list could not be read, no pass would see them gone until one reads it.
+  await endSessionsOfRemovedPeers(ctx, gone);
   const disconnectedNow = pass.readsOpenVpn
     ? await disconnectPendingOpenVpnClients(ctx, daemon, pending)
     : new Set<string>();
