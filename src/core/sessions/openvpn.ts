@@ -175,8 +175,11 @@ export async function recordOpenVpnDisconnect(ctx: PortalContext, disconnect: Op
       connectedAt: session.connectedAt,
     },
   };
-  await ctx.events.record(ctx.db, ended);
-  ctx.events.publish(ended);
+  // One change: the history's row closes with the RADIUS Stop and the webhook's delivery, or
+  // none of them does and the node's report fails (it reports again). Recorded piece by piece,
+  // a failure after the row closed left the session ended there, and the report again found
+  // nothing to end: no Stop, no syslog stop, no webhook, ever.
+  await ctx.events.change(ctx.db, async (_trx, announce) => announce(ended));
   ctx.logger.info(
     { connectionId: disconnect.commonName, nodeNumber: disconnect.nodeNumber },
     'OpenVPN client disconnected',

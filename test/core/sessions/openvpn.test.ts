@@ -1,11 +1,15 @@
 // OpenVPN sessions whose end the node never reported: a reconcile pass ends them by the
 // node's own client list, so nobody stays online (and attributed an address) for ever. And a
 // disconnect of no open session ends nothing and announces nothing; one of two sessions open on
-// the same address ends the older, whose end it must be.
+// the same address ends the older, whose end it must be. A disconnect whose recording fails part
+// way ends nothing, so the node's report again ends the session for every listener.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import type { PortalEvent } from '../../../src/core/events.js';
 import { DISCONNECT_REPORT_GRACE_MS, endUnlistedOpenVpnSessions } from '../../../src/core/sessions/index.js';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { asNodeNumber } from '../../../src/shared/ids.js';
 import { formatAtom } from '../../../src/shared/time.js';
 import { connectionHistory } from '../../../src/storage/connection-log.js';
@@ -266,4 +270,70 @@ test('a session whose end is heard only after the node gave its address to anoth
   await reportOpenVpnDisconnect(portal, lea, { ip_four: '10.60.0.2' });
   assert.equal((await connectionHistory(ctx.db, lea))[0]?.disconnectedAt, mioFrom, 'lea held it until mio got it');
   assert.deepEqual(await holders(formatAtom(new Date(clock.now.getTime() - 5_000))), ['mio']);
+});
+
+test('a disconnect whose recording fails part way leaves the session open, and the report again ends it with its RADIUS Stop', async (t) => {
+  const folder = await mkdtemp(join(tmpdir(), 'openvpn-disconnect-'));
+  t.after(() => rm(folder, { recursive: true, force: true }));
+  await writeFile(join(folder, 'radius.secret'), 'secret', { mode: 0o600 });
+  // Nothing answers on the discard port: the Stop stays in the outbox for the test to see.
+  const portal = await startTestPortal({
+    config: {
+      ...openVpnEmployees,
+      accounting: {
+        radius: {
+          servers: [{ address: '127.0.0.1:9', secretFile: join(folder, 'radius.secret') }],
+          interimInterval: 'P1D',
+        },
+      },
+    },
+  });
+  t.after(() => portal.close());
+  const ctx = portal.portal.ctx;
+  const commonName = await openVpnConfiguration(portal, 'jonas');
+  await reportOpenVpnConnect(portal, commonName, { originating_ip: '192.0.2.12', ip_four: '10.60.0.2' });
+  // The last listener's write of the first end fails, as a write does when the database goes away.
+  let failures = 1;
+  ctx.events.inTransaction(async (event) => {
+    if (event.type === 'session.ended' && failures-- > 0) throw new Error('the database went away');
+  });
+  const ended: PortalEvent[] = [];
+  ctx.events.afterCommit((event) => {
+    if (event.type === 'session.ended') ended.push(event);
+  });
+  const stops = () =>
+    ctx.db
+      .selectFrom('radius_outbox')
+      .select('record')
+      .where('connection_id', '=', commonName)
+      .execute()
+      .then((rows) => rows.filter((row) => row.record.includes('"Stop"')).length);
+
+  const failed = await portal.request(`${portal.nodeApiUrl}/disconnect`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${ctx.keys.nodeSecret(asNodeNumber(0)) ?? ''}`,
+      'x-node-number': '0',
+    },
+    body: new URLSearchParams({
+      profile_id: 'employees',
+      common_name: commonName,
+      bytes_in: '10',
+      bytes_out: '20',
+      ip_four: '10.60.0.2',
+    }),
+  });
+  assert.notEqual(failed.status, 200, 'the node is told the report failed, and reports again');
+  assert.deepEqual(
+    (await connectionHistory(ctx.db, commonName)).map((entry) => entry.disconnectedAt),
+    [null],
+    'the session is still open: nothing of the failed end was kept',
+  );
+  assert.equal(await stops(), 0);
+
+  await reportOpenVpnDisconnect(portal, commonName, { ip_four: '10.60.0.2' });
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(ended.length, 1, 'the end is announced once, to syslog, the webhooks and the metrics');
+  assert.equal(await stops(), 1, 'the RADIUS server is told the session stopped');
+  assert.notEqual((await connectionHistory(ctx.db, commonName))[0]?.disconnectedAt ?? null, null);
 });
