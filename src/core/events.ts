@@ -345,6 +345,8 @@ export class PortalEvents {
   /** The Admin API call this view records changes for (forCall); null on the portal's own seam. */
   readonly #call: AdminCall | null;
   #changesRecorded = 0;
+  /** Events the approval listeners approved before their change began (changeUnlessCalledOff): not asked again. */
+  readonly #approved = new WeakSet<PortalEvent>();
 
   constructor(logger: Logger, bound?: { readonly shared: Shared; readonly call: AdminCall | null }) {
     this.#logger = logger;
@@ -382,7 +384,7 @@ export class PortalEvents {
 
   /**
    * A listener told when an event the approval listeners approved is not recorded after all (its
-   * caller was called off, see recordUnlessCalledOff): what an approval listener did for it that
+   * caller was called off, see changeUnlessCalledOff): what an approval listener did for it that
    * outlives the approval (a connect script's "C") is undone here.
    */
   withdrawn(listener: ApprovalListener): void {
@@ -435,14 +437,18 @@ export class PortalEvents {
   }
 
   /**
-   * As `record`, for one event whose caller may be called off while the approval listeners run
-   * (the node asking about an OpenVPN connect stopped waiting for the answer during the connect
-   * script, and refused the client): `calledOff` is read after them, then, when one ran,
-   * `stillAllowed` is asked (what the event was decided on may have changed while they ran: a
-   * connect script can take seconds); when it is aborted, or no longer allowed, nothing is written
-   * and the withdrawn listeners are told. Answers whether the event was recorded.
+   * A change that announces one event whose caller may be called off while the approval
+   * listeners run (the node asking about an OpenVPN connect stopped waiting for the answer during
+   * the connect script, and refused the client). They run first, outside any transaction (a
+   * connect script can take seconds); `calledOff` is read after them, then, when one ran,
+   * `stillAllowed` is asked (what the event was decided on may have changed meanwhile). When it is
+   * aborted, or no longer allowed, nothing is written and the withdrawn listeners are told.
+   * Otherwise the event is recorded in a change of its own, all of its listeners' writes or none
+   * (a listener that fails leaves no history row open for a session that never was), and published
+   * once it committed; when that change surely did not commit, the withdrawn listeners are told
+   * too and the error is thrown. Answers whether the event was recorded.
    */
-  async recordUnlessCalledOff(
+  async changeUnlessCalledOff(
     db: Db,
     event: PortalEvent,
     calledOff: AbortSignal,
@@ -451,15 +457,29 @@ export class PortalEvents {
     for (const listener of this.#listeners.approval) await listener(event);
     const allowed = this.#listeners.approval.length === 0 || (await stillAllowed());
     if (calledOff.aborted || !allowed) {
-      for (const listener of this.#listeners.withdrawn) await listener(event);
+      await this.#withdraw(event);
       return false;
     }
-    for (const listener of this.#listeners.inTransaction) await listener(event, db);
+    this.#approved.add(event);
+    try {
+      await this.change(db, async (_trx, announce) => announce(event));
+    } catch (error) {
+      // A commit whose outcome is unknown may yet have recorded the event: nothing is undone.
+      if (!(error instanceof CommitOutcomeUnknown)) await this.#withdraw(event);
+      throw error;
+    }
     return true;
   }
 
+  async #withdraw(event: PortalEvent): Promise<void> {
+    for (const listener of this.#listeners.withdrawn) await listener(event);
+  }
+
   private async recordAll(db: Db, events: readonly PortalEvent[]): Promise<void> {
-    for (const event of events) for (const listener of this.#listeners.approval) await listener(event);
+    for (const event of events) {
+      if (this.#approved.has(event)) continue;
+      for (const listener of this.#listeners.approval) await listener(event);
+    }
     for (const event of events) for (const listener of this.#listeners.inTransaction) await listener(event, db);
   }
 

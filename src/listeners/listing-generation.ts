@@ -28,7 +28,7 @@ export function moveListingGeneration(events: PortalEvents): void {
   // (src/storage/closing-writes.ts): the shard's lock is then the last lock any change takes, so
   // two changes never wait for each other's (a create holds its address pool's row before it
   // gets here, and whoever holds a shard holds every other lock it needs already). Events
-  // recorded outside a change (node state, OpenVPN connects) never change a listing.
+  // recorded outside a change (node state, calls refused before any change) never change a listing.
   events.closing((announced) =>
     announced.some((event) => !LISTING_NEUTRAL.has(event.type)) ? [{ kind: 'listing-generation' }] : [],
   );

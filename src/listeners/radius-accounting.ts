@@ -14,7 +14,7 @@ export function writeRadiusAccounting(events: PortalEvents, config: PortalConfig
   const queued = new WeakSet<PortalEvent>();
   events.inTransaction(async (event, db) => {
     if (event.type !== 'session.started' && event.type !== 'session.ended') return;
-    // An OpenVPN connect is recorded outside a change: its rows go in together.
+    // Sessions open and close in changes; one recorded on the database alone still gets its rows together.
     if (db.isTransaction) await account(event, db);
     else await db.transaction().execute((trx) => account(event, trx));
     queued.add(event);

@@ -27,7 +27,7 @@ export function writeWebhookOutbox(events: PortalEvents, wake: () => void): void
       },
     ];
   });
-  // An event recorded on its own, outside any change (a node going down, an OpenVPN connect):
+  // An event recorded on its own, outside any change (a node going down):
   // written at once. One recorded inside a change comes with the change's closing write above.
   events.inTransaction(async (event, db) => {
     if (db.isTransaction) return;

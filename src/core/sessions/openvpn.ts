@@ -113,13 +113,12 @@ async function decide(ctx: PortalContext, connect: OpenVpnConnect): Promise<Conn
     return again.allowed;
   };
   try {
-    if (!(await ctx.events.recordUnlessCalledOff(ctx.db, started, connect.nodeGaveUp, stillAllowed)))
+    if (!(await ctx.events.changeUnlessCalledOff(ctx.db, started, connect.nodeGaveUp, stillAllowed)))
       return recheck.refusal ?? { allowed: false, reason: 'the node stopped waiting for the answer' };
   } catch (error) {
     if (error instanceof ListenerRefusal) return { allowed: false, reason: error.message };
     throw error;
   }
-  ctx.events.publish(started);
   ctx.logger.info(
     {
       userId: certificate.userId,

@@ -143,3 +143,73 @@ test('a user disabled while the connect script decides on a connect is refused, 
   await until('the script heard the connect withdrawn', async () => heardLines().length >= 2);
   assert.deepEqual(heardLines(), ['C 10.60.0.2', 'D 10.60.0.2 0']);
 });
+
+test('a connect whose recording fails part way opens no session, leaves no RADIUS Start, and the script hears its "D"; the node asking again lets the client in once', async (t) => {
+  const directory = mkdtempSync(path.join(tmpdir(), 'failed-connect-'));
+  const script = path.join(directory, 'hook.sh');
+  const heard = path.join(directory, 'heard');
+  writeFileSync(script, `#!/bin/sh\necho "$VPN_EVENT $VPN_IP_FOUR \${VPN_BYTES_IN:-}" >> ${heard}\nexit 0\n`, {
+    mode: 0o755,
+  });
+  writeFileSync(path.join(directory, 'radius.secret'), 'secret', { mode: 0o600 });
+  const heardLines = (): string[] =>
+    existsSync(heard)
+      ? readFileSync(heard, 'utf8')
+          .trim()
+          .split('\n')
+          .map((line) => line.trimEnd())
+      : [];
+  // Nothing answers on the discard port: a Start stays in the outbox for the test to see.
+  const portal = await startTestPortal({
+    config: {
+      ...openVpnEmployees,
+      connectScriptPath: script,
+      accounting: {
+        radius: {
+          servers: [{ address: '127.0.0.1:9', secretFile: path.join(directory, 'radius.secret') }],
+          interimInterval: 'P1D',
+        },
+      },
+    },
+  });
+  t.after(async () => {
+    await portal.close();
+    rmSync(directory, { recursive: true, force: true });
+  });
+  const ctx = portal.portal.ctx;
+  const commonName = await openVpnConfiguration(portal, 'kim');
+  // The last listener's write of the first start fails, as a write does when the database goes away.
+  let failures = 1;
+  ctx.events.inTransaction(async (event) => {
+    if (event.type === 'session.started' && failures-- > 0) throw new Error('the database went away');
+  });
+  let started = 0;
+  ctx.events.afterCommit((event) => {
+    if (event.type === 'session.started') started++;
+  });
+  const starts = () =>
+    ctx.db
+      .selectFrom('radius_outbox')
+      .select('record')
+      .where('connection_id', '=', commonName)
+      .execute()
+      .then((rows) => rows.filter((row) => row.record.includes('"Start"')).length);
+  const connect = () =>
+    portal.request(`${portal.nodeApiUrl}/connect`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ctx.keys.nodeSecret(asNodeNumber(0)) ?? ''}`, 'x-node-number': '0' },
+      body: new URLSearchParams({ profile_id: 'employees', common_name: commonName, ip_four: '10.60.0.2' }),
+    });
+
+  assert.notEqual((await connect()).text, 'OK', 'the node is not told to let the client in');
+  assert.deepEqual(await connectionHistory(ctx.db, commonName), [], 'no session was left open for a client kept out');
+  assert.equal(await starts(), 0, 'no RADIUS server hears of a session that did not happen');
+  await until('the script heard the connect withdrawn', async () => heardLines().length >= 2);
+  assert.deepEqual(heardLines(), ['C 10.60.0.2', 'D 10.60.0.2 0']);
+
+  assert.equal((await connect()).text, 'OK');
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal((await connectionHistory(ctx.db, commonName)).length, 1);
+  assert.equal(await starts(), 1);
+  assert.equal(started, 1, 'the start is announced once, to syslog, the webhooks and the metrics');
+});
