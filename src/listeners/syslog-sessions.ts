@@ -32,9 +32,13 @@ export function sendSessionsToSyslog(
   events.afterCommit((event) => {
     if (event.type === 'node.nat_changed') {
       const record = natChangeRecord(event);
-      previous = previous.then(() => {
-        for (const collector of collectors) collector.sendNatChange(record, event.at);
-      });
+      // Caught as a session's is: a rejection left in the chain would skip every message after
+      // it, and one nothing handles ends the process.
+      previous = previous
+        .then(() => {
+          for (const collector of collectors) collector.sendNatChange(record, event.at);
+        })
+        .catch((error: unknown) => logger.error({ err: error, event: event.type }, 'a syslog message was not made'));
       return;
     }
     if (event.type !== 'session.started' && event.type !== 'session.ended') return;

@@ -8,14 +8,22 @@
 // collector away, its queue full and the overflow dropped, and the queue leaves once it is back.
 // Deterministic NAT: a mapping is recorded in the history through the event path the nodes'
 // reports take (recordNodeNat, which announces `node.nat_changed`), and the sessions of that
-// node then name their public address and port block.
+// node then name their public address and port block. A message that cannot be made (a
+// collector throws) is logged, and the messages after it still leave, with no rejection left
+// unhandled to end the portal.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
+import { pino } from 'pino';
+import { PortalEvents } from '../../src/core/events.js';
 import { recordNodeNat } from '../../src/core/nodes/index.js';
+import type { SyslogCollector } from '../../src/core/syslog/index.js';
+import { sendSessionsToSyslog } from '../../src/listeners/syslog-sessions.js';
+import type { NatChangeRecord } from '../../src/protocol/syslog.js';
 import { asNodeNumber } from '../../src/shared/ids.js';
+import type { Db } from '../../src/storage/database.js';
 import { openVpnEmployees } from '../support/openvpn-sessions.js';
 import { startRsyslog, type ReceivedMessage } from '../support/rsyslog.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
@@ -299,6 +307,40 @@ test('behind a deterministic NAT the sessions name their public address and port
     ['-', '-'],
     'no block under masquerading',
   );
+});
+
+test('a NAT change message a collector cannot make is logged, and neither holds back the messages after it nor leaves a rejection unhandled', async (t) => {
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
+  process.on('unhandledRejection', onUnhandled);
+  t.after(() => process.off('unhandledRejection', onUnhandled));
+  const logged: string[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(line) });
+  const events = new PortalEvents(logger);
+  const told: number[] = [];
+  // A collector whose first NAT change message cannot be made (a RangeError of the formatting).
+  const collector = {
+    sendNatChange(record: NatChangeRecord) {
+      if (record.nodeNumber === 1) throw new RangeError('not a message');
+      told.push(record.nodeNumber);
+    },
+  } as unknown as SyslogCollector;
+  // NAT changes read nothing from the database.
+  sendSessionsToSyslog(events, {} as Db, [collector], logger);
+  const change = (nodeNumber: number) => ({
+    type: 'node.nat_changed' as const,
+    at: new Date(),
+    nodeNumber: asNodeNumber(nodeNumber),
+    appliedAt: new Date(),
+    mapping: { mode: 'masquerade' as const },
+  });
+  events.publish(change(1));
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  events.publish(change(2));
+  await until('the next change is told', async () => told.length > 0);
+  assert.deepEqual(told, [2]);
+  assert.deepEqual(unhandled, [], 'no rejection left unhandled (Node ends the portal on one)');
+  assert.ok(logged.some((line) => line.includes('a syslog message was not made')));
 });
 
 function checkMessage(message: ReceivedMessage, transport: string, connectionId: string, deviceId: string): void {
