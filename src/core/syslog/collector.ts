@@ -76,6 +76,8 @@ export class SyslogCollector {
   #closed = false;
   /** Set while the collector is known to be away: it is logged once, and once when it is back. */
   #away = false;
+  /** Set from a drop for a full queue until a message finds room again: the drops are logged once. */
+  #full = false;
   #sent = 0;
   #dropped = { queueFull: 0, sendFailed: 0 };
 
@@ -121,11 +123,14 @@ export class SyslogCollector {
   send(message: string): void {
     if (this.#closed) return;
     if (this.#queue.length >= this.#config.queueSize) {
-      if (this.#dropped.queueFull === 0 || !this.#away)
-        this.#logger.warn(`syslog queue full (${this.#config.queueSize} messages): dropping messages`);
+      // Once a stall: a collector connected but reading nothing (stopped, overloaded) is no less
+      // an outage than one away, and a line a dropped message would flood the log.
+      if (!this.#full) this.#logger.warn(`syslog queue full (${this.#config.queueSize} messages): dropping messages`);
+      this.#full = true;
       this.#dropped.queueFull++;
       return;
     }
+    this.#full = false;
     this.#queue.push(message);
     this.#pump();
   }

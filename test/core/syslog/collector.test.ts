@@ -4,6 +4,7 @@
 // hold is dropped and counted. A stop sends what is queued for its flush time, measured on the
 // monotonic clock, whatever a step of the wall clock (a test double) says. And what rsyslog makes
 // of user ids a receiver must tell apart (`%0A` and a line break): values it decodes back to the ids.
+// A collector connected but reading nothing is a stall its dropped messages are logged once for.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
@@ -190,4 +191,44 @@ test('a stop sends what is queued for its whole flush time, though the wall cloc
   await closing;
   assert.equal(tcp.state.queued, 0, 'nothing was left in the queue');
   await until('the collector received every message', async () => receivedBytes >= 500 * (message.length + 1));
+});
+
+test('a collector connected but reading nothing fills the queue, and its drops are logged once a stall, not once a message', async (t) => {
+  // A collector that takes the connection and reads nothing (as one stopped with SIGSTOP).
+  const server = createServer({ pauseOnConnect: true });
+  const accepted = new Promise<Socket>((resolve) => server.once('connection', resolve));
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.after(() => {
+    server.close();
+  });
+  const logged: string[] = [];
+  const tcp = collector(
+    { ...common, transport: 'tcp', framing: 'newline', port: (server.address() as AddressInfo).port, queueSize: 3 },
+    logged,
+  );
+  t.after(() => tcp.close(0));
+  const message = 'x'.repeat(64 * 1024);
+  tcp.send(message);
+  const connection = await accepted;
+  t.after(() => connection.destroy());
+  await until('the connection is up', async () => tcp.state.up);
+  const fullLines = () => logged.filter((line) => line.includes('syslog queue full')).length;
+  const stall = (): void => {
+    // The system's buffers fill first, then the queue, then messages are dropped.
+    while (tcp.state.queued === 0) tcp.send(message);
+    for (let index = 0; index < 30; index++) tcp.send(message);
+  };
+  stall();
+  assert.equal(tcp.state.queued, 3);
+  assert.ok(tcp.state.dropped.queueFull >= 27);
+  assert.equal(fullLines(), 1, 'one line for the stall');
+
+  // It reads again: the queue leaves, and the next stall is logged again.
+  connection.resume();
+  await until('the queue is sent', async () => tcp.state.queued === 0);
+  const dropped = tcp.state.dropped.queueFull;
+  stall();
+  assert.ok(tcp.state.dropped.queueFull >= dropped + 27);
+  assert.equal(fullLines(), 2, 'one line for each stall');
 });
