@@ -297,6 +297,12 @@ async function openDatagramLink(config: SyslogCollectorConfig, events: LinkEvent
       open = false;
       socket.close(() => resolve());
     });
+  /** A send failed, or the collector's host refused a datagram (ICMP port unreachable): counted, and the link is down. */
+  const fail = (error: Error): void => {
+    if (!open) return;
+    events.sendFailed(error);
+    void close().then(() => events.down(error));
+  };
   const link: Link = {
     get ready() {
       return open && !inFlight;
@@ -310,13 +316,14 @@ async function openDatagramLink(config: SyslogCollectorConfig, events: LinkEvent
           events.ready();
           return;
         }
-        events.sendFailed(error);
-        void close().then(() => events.down(error));
+        fail(error);
       });
     },
     close,
   };
-  socket.on('error', () => {}); // a send's error also reaches its callback
+  // A refusal reaches the send after it only when that send comes at once; one message a while
+  // (as sessions come) hears of it here alone: without it, a collector that is down would be up.
+  socket.on('error', fail);
   events.up(link);
 }
 

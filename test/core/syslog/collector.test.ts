@@ -4,6 +4,7 @@
 // hold is dropped and counted. A stop sends what is queued for its flush time, measured on the
 // monotonic clock, whatever a step of the wall clock (a test double) says. And what rsyslog makes
 // of user ids a receiver must tell apart (`%0A` and a line break): values it decodes back to the ids.
+// A UDP collector whose port refuses datagrams is down, counted and logged.
 // A collector connected but reading nothing is a stall its dropped messages are logged once for.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -63,6 +64,34 @@ test('over UDP each message is one datagram that rsyslog parses as RFC 5424 with
   assert.equal(first?.sd['vpnSession@32473']?.['user_id'], 'alice');
   assert.equal(SESSION_TEXT_PATTERN.exec(second?.msg ?? '')?.[2], 'bob');
   assert.equal(udp.state.sent, 2);
+});
+
+test('over UDP a collector whose port refuses a datagram is counted and logged as down, and is sent to again once it is back', async (t) => {
+  const rsyslog = await startRsyslog();
+  const logged: string[] = [];
+  const udp = collector({ ...common, transport: 'udp', port: rsyslog.udpPort }, logged);
+  t.after(async () => {
+    await udp.close(0);
+    await rsyslog.close();
+  });
+  udp.sendSession(record('before'), new Date());
+  await rsyslog.waitFor(1);
+
+  await rsyslog.stop();
+  // One message a while, as sessions come: the refusal (ICMP port unreachable) arrives between sends.
+  udp.sendSession(record('refused'), new Date());
+  await until('the refusal is noticed', async () => !udp.state.up);
+  assert.equal(udp.state.dropped.sendFailed, 1);
+  assert.ok(logged.some((line) => line.includes('ECONNREFUSED')));
+
+  await rsyslog.start();
+  udp.sendSession(record('after'), new Date());
+  const messages = await rsyslog.waitFor(2);
+  assert.deepEqual(
+    messages.map((message) => message.sd['vpnSession@32473']?.['user_id']),
+    ['before', 'after'],
+  );
+  assert.equal(udp.state.up, true);
 });
 
 test('rsyslog receives a user id holding %0A and one holding a line break as two values, each decoding back to its id', async (t) => {
