@@ -238,7 +238,8 @@ function openStreamLink(
   );
   const link: Link = {
     get ready() {
-      return connected && !socket.destroyed && !socket.writableNeedDrain;
+      // Not once the collector ended the connection: a write after that end is lost.
+      return connected && socket.writable && !socket.writableNeedDrain;
     },
     write(message) {
       socket.write(framed(message, config.framing));

@@ -5,8 +5,10 @@
 // monotonic clock, whatever a step of the wall clock (a test double) says. And what rsyslog makes
 // of user ids a receiver must tell apart (`%0A` and a line break): values it decodes back to the ids.
 // A UDP collector whose port refuses datagrams is down, counted and logged.
+// A message sent as a TCP collector ends the connection waits for the next connection.
 // A collector connected but reading nothing is a stall its dropped messages are logged once for.
 import assert from 'node:assert/strict';
+import { channel } from 'node:diagnostics_channel';
 import { once } from 'node:events';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { test } from 'node:test';
@@ -260,4 +262,40 @@ test('a collector connected but reading nothing fills the queue, and its drops a
   stall();
   assert.ok(tcp.state.dropped.queueFull >= dropped + 27);
   assert.equal(fullLines(), 2, 'one line for each stall');
+});
+
+test('over TCP a message sent as the collector ends the connection is not written to it but waits for the next one', async (t) => {
+  // A collector that hangs up after the first message of its first connection (as one restarting).
+  const connections: string[] = [];
+  const server = createServer((socket) => {
+    const index = connections.push('') - 1;
+    socket.on('data', (chunk: Buffer) => {
+      connections[index] += chunk.toString();
+      if (index === 0) socket.end();
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.after(() => {
+    server.close();
+  });
+  const tcp = collector({
+    ...common,
+    transport: 'tcp',
+    framing: 'newline',
+    port: (server.address() as AddressInfo).port,
+  });
+  t.after(() => tcp.close(0));
+  // The next message comes the moment the portal hears the collector end the connection, before it closed.
+  const clientSockets = channel('net.client.socket');
+  const onSocket = (message: unknown): void => {
+    clientSockets.unsubscribe(onSocket);
+    // After the collector's own listeners, which it adds once the socket is made.
+    queueMicrotask(() => (message as { socket: Socket }).socket.once('end', () => tcp.send('m1')));
+  };
+  clientSockets.subscribe(onSocket);
+  t.after(() => clientSockets.unsubscribe(onSocket));
+  tcp.send('m0');
+  await until('the next connection took the message', async () => (connections[1] ?? '') !== '');
+  assert.deepEqual(connections, ['m0\n', 'm1\n']);
 });
