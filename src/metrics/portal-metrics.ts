@@ -379,7 +379,7 @@ export class PortalMetrics {
     const registers = [this.registry];
     new Gauge({
       name: 'vpn_portal_syslog_collector_up',
-      help: '1 while the portal is connected to the syslog collector (UDP: its socket is open), else 0; by collector',
+      help: '1 while the portal is connected to the syslog collector (UDP: its socket is open and no datagram was refused since), else 0; by collector',
       labelNames: ['collector'] as const,
       registers,
       collect() {
@@ -407,7 +407,7 @@ export class PortalMetrics {
     });
     new Counter({
       name: 'vpn_portal_syslog_messages_dropped_total',
-      help: 'Syslog messages dropped since the portal started, by collector and reason: queue-full (the collector was away or slow for longer than its queue holds), send-failed (a UDP datagram the system would not send)',
+      help: 'Syslog messages dropped since the portal started, by collector and reason: queue-full (the collector was away or slow for longer than its queue holds), send-failed (a UDP datagram the system would not send, or one the collector host refused)',
       labelNames: ['collector', 'reason'] as const,
       registers,
       collect() {

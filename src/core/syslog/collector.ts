@@ -34,12 +34,12 @@ const STABLE_MS = 10_000;
 const CONNECT_TIMEOUT_MS = 10_000;
 
 export interface SyslogCollectorState {
-  /** Connected (TCP, TLS), or the socket is open and the last datagram went out (UDP). */
+  /** Connected (TCP, TLS), or the socket is open and no datagram was refused since (UDP). */
   readonly up: boolean;
   readonly queued: number;
   /** Messages handed to the socket since the portal started. */
   readonly sent: number;
-  /** Messages dropped since the portal started: the queue was full, or a datagram could not be sent. */
+  /** Messages dropped since the portal started: the queue was full, or a datagram could not be sent or was refused. */
   readonly dropped: { readonly queueFull: number; readonly sendFailed: number };
 }
 
