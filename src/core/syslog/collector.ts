@@ -73,6 +73,8 @@ export class SyslogCollector {
   #pauseMs = FIRST_PAUSE_MS;
   /** When the current link came up. */
   #upSince: MonotonicMs = monotonicNow();
+  /** Set once a stop began: no message is taken after. */
+  #closing = false;
   #closed = false;
   /** Set while the collector is known to be away: it is logged once, and once when it is back. */
   #away = false;
@@ -121,7 +123,7 @@ export class SyslogCollector {
 
   /** Queues a message for the collector; when the queue is full it is dropped and counted. */
   send(message: string): void {
-    if (this.#closed) return;
+    if (this.#closing) return;
     if (this.#queue.length >= this.#config.queueSize) {
       // Once a stall: a collector connected but reading nothing (stopped, overloaded) is no less
       // an outage than one away, and a line a dropped message would flood the log.
@@ -137,12 +139,16 @@ export class SyslogCollector {
 
   /** Stops taking messages, sends what is queued for up to `flushMs`, then closes. */
   async close(flushMs: number): Promise<void> {
-    this.#closed = true;
+    this.#closing = true;
     if (this.#retry !== null) clearTimeout(this.#retry);
     this.#retry = null;
     const flush = deadlineIn(flushMs);
-    while (this.#link !== null && this.#queue.length > 0 && !flush.passed())
+    // A connection being opened (the first message, or one just sent) is waited for too.
+    while ((this.#link !== null || this.#opening) && this.#queue.length > 0 && !flush.passed())
       await new Promise((resolve) => setTimeout(resolve, 20));
+    this.#closed = true;
+    if (this.#retry !== null) clearTimeout(this.#retry);
+    this.#retry = null;
     const link = this.#link;
     this.#link = null;
     await link?.close();

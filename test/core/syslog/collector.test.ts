@@ -1,8 +1,9 @@
 // The syslog collector's transports against a real rsyslog (test/support/rsyslog.ts): UDP, TCP
 // with octet counting, and TLS with the collector's CA and its name checked; and, over TCP, a
 // collector that goes away: messages queue, leave once it is back, and what the queue cannot
-// hold is dropped and counted. A stop sends what is queued for its flush time, measured on the
-// monotonic clock, whatever a step of the wall clock (a test double) says. And what rsyslog makes
+// hold is dropped and counted. A stop sends what is queued for its flush time (waiting for a
+// connection being opened), measured on the monotonic clock, whatever a step of the wall clock
+// (a test double) says. And what rsyslog makes
 // of user ids a receiver must tell apart (`%0A` and a line break): values it decodes back to the ids.
 // A UDP collector whose port refuses datagrams is down, counted and logged.
 // A message sent as a TCP collector ends the connection waits for the next connection.
@@ -185,6 +186,16 @@ test("over TLS the collector's certificate must chain to caFile and carry server
   assert.deepEqual(message?.sd, {}, 'no structured data');
   assert.equal(SESSION_TEXT_PATTERN.exec(message?.msg ?? '')?.[2], 'alice');
   assert.equal(rsyslog.received().length, 1, 'nothing from the collector with the wrong name');
+});
+
+test('a stop right after the first message waits for the connection it opens and sends the message', async (t) => {
+  const rsyslog = await startRsyslog();
+  t.after(() => rsyslog.close());
+  const tcp = collector({ ...common, transport: 'tcp', framing: 'octet-counting', port: rsyslog.tcpPort });
+  tcp.sendSession(record('last'), new Date());
+  await tcp.close(2_000);
+  const [message] = await rsyslog.waitFor(1, 5_000);
+  assert.equal(message?.sd['vpnSession@32473']?.['user_id'], 'last');
 });
 
 test('a stop sends what is queued for its whole flush time, though the wall clock is set hours forward meanwhile', async (t) => {
