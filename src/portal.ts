@@ -89,7 +89,9 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     const metrics = new PortalMetrics(ctx);
     const webhooks = new WebhookDeliveryWorker({ ...ctx, logger: logger.child({ component: 'webhooks' }) });
     const syslog = startSyslogCollectors(ctx, metrics, teardown);
-    wireListeners(ctx, metrics, () => webhooks.wake(), syslog);
+    const syslogMessagesMade = wireListeners(ctx, metrics, () => webhooks.wake(), syslog);
+    // Stopped before the collectors close (stops run in reverse): the last sessions' messages go too.
+    teardown.defer('syslog messages being made', syslogMessagesMade);
     const accounting = startRadiusAccounting(ctx, metrics, teardown);
     // What the nodes report about their NAT goes into the mapping history, which attribution reads.
     ctx.nodes.onNatReport(async (nodeNumber, nat, firstContact) => {
@@ -192,13 +194,14 @@ async function clockOf(db: Db, logger: Logger, teardown: Teardown): Promise<Cloc
 /**
  * The listeners of the events seam (src/listeners/), one file each. Their order here does not
  * matter: the closing writes run in storage's own order (src/storage/closing-writes.ts).
+ * Returns what a stop awaits before the syslog collectors close: the messages being made.
  */
 function wireListeners(
   ctx: PortalContext,
   metrics: PortalMetrics,
   wakeWebhooks: () => void,
   syslog: readonly SyslogCollector[],
-): void {
+): () => Promise<void> {
   const { config, events, logger } = ctx;
   writeConnectionLog(events, { keepOriginatingIp: config.connectionLogLines.originatingIp });
   writeAuditLog(events);
@@ -211,8 +214,9 @@ function wireListeners(
   if (config.connectionLogLines.enabled)
     writeConnectionLogLines(events, config.connectionLogLines, logger.child({ component: 'connections' }));
   writeWebhookOutbox(events, wakeWebhooks);
-  sendSessionsToSyslog(events, ctx.db, syslog, logger.child({ component: 'syslog' }));
+  const syslogMessagesMade = sendSessionsToSyslog(events, ctx.db, syslog, logger.child({ component: 'syslog' }));
   recordMetrics(events, metrics);
+  return syslogMessagesMade;
 }
 
 /**

@@ -21,14 +21,24 @@ import { natMappingOfNodeAt } from '../storage/nat-mappings.js';
 type SessionEvent = Extract<PortalEvent, { type: 'session.started' | 'session.ended' }>;
 type NatChangedEvent = Extract<PortalEvent, { type: 'node.nat_changed' }>;
 
+/**
+ * Returns what a stopping portal awaits before it closes the collectors: the messages of the
+ * events heard so far made and handed to them (a message made after they closed is lost).
+ */
 export function sendSessionsToSyslog(
   events: PortalEvents,
   db: Db,
   collectors: readonly SyslogCollector[],
   logger: Logger,
-): void {
-  if (collectors.length === 0) return;
+): () => Promise<void> {
   let previous: Promise<void> = Promise.resolve();
+  const made = async (): Promise<void> => {
+    for (let tail = previous; ; tail = previous) {
+      await tail;
+      if (tail === previous) return;
+    }
+  };
+  if (collectors.length === 0) return made;
   events.afterCommit((event) => {
     if (event.type === 'node.nat_changed') {
       const record = natChangeRecord(event);
@@ -53,6 +63,7 @@ export function sendSessionsToSyslog(
       })
       .catch((error: unknown) => logger.error({ err: error, event: event.type }, 'a syslog message was not made'));
   });
+  return made;
 }
 
 /** What the message says of the session; null for a stop whose start the portal never recorded. */

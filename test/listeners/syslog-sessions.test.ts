@@ -8,7 +8,8 @@
 // collector away, its queue full and the overflow dropped, and the queue leaves once it is back.
 // Deterministic NAT: a mapping is recorded in the history through the event path the nodes'
 // reports take (recordNodeNat, which announces `node.nat_changed`), and the sessions of that
-// node then name their public address and port block. A message that cannot be made (a
+// node then name their public address and port block. A portal that stops sends the messages
+// still being made before its collectors close. A message that cannot be made (a
 // collector throws) is logged, and the messages after it still leave, with no rejection left
 // unhandled to end the portal.
 import assert from 'node:assert/strict';
@@ -307,6 +308,55 @@ test('behind a deterministic NAT the sessions name their public address and port
     ['-', '-'],
     'no block under masquerading',
   );
+});
+
+test('a portal stopping while a session message is being made sends it before its collectors close', async (t) => {
+  const rsyslog = await startRsyslog();
+  const portal = await startTestPortal({
+    config: {
+      ...openVpnEmployees,
+      accounting: { syslog: { collectors: [{ transport: 'tcp', address: `127.0.0.1:${rsyslog.tcpPort}` }] } },
+    },
+  });
+  t.after(async () => {
+    await portal.close();
+    await rsyslog.close();
+  });
+  await portal.admin.create({ user_id: 'bob', profile_id: 'employees' }, 'application/x-openvpn-profile');
+  const connectionId = (await portal.admin.userConfigurationList('bob'))[0]?.connection_id ?? '';
+  // The message's read of the NAT history (the last step of making it) stands still until released.
+  const { db } = portal.portal.ctx;
+  let release = (): void => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let reached = false;
+  const heldRead = {
+    selectAll: () => heldRead,
+    where: () => heldRead,
+    orderBy: () => heldRead,
+    limit: () => heldRead,
+    executeTakeFirst: async () => {
+      reached = true;
+      await released;
+      return undefined;
+    },
+  };
+  const selectFrom = db.selectFrom.bind(db);
+  t.mock.method(db, 'selectFrom', (table: string) =>
+    table === 'nat_mappings' ? heldRead : selectFrom(table as Parameters<typeof selectFrom>[0]),
+  );
+  const session = { profile_id: 'employees', common_name: connectionId, ip_four: '10.60.0.5', ip_six: 'fd60::5' };
+  assert.equal((await nodeApi(portal, 'connect', session)).text, 'OK');
+  await until('the message is being made', async () => reached);
+
+  const closing = portal.close();
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  release();
+  await closing;
+  const [start] = await rsyslog.waitFor(1, 5_000);
+  assert.equal(start?.msgId, 'SESSION_START');
+  assert.equal(start?.sd['vpnSession@32473']?.['user_id'], 'bob');
 });
 
 test('a NAT change message a collector cannot make is logged, and neither holds back the messages after it nor leaves a rejection unhandled', async (t) => {
