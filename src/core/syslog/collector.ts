@@ -1,8 +1,9 @@
 // One syslog collector of `accounting.syslog.collectors`: a bounded in-memory queue in front of
 // a UDP socket, or a TCP or TLS connection (RFC 6587 octet counting, or a line each), reconnected with a
 // growing pause while the collector is away. Best effort by design: syslog has no
-// acknowledgement, so a message the queue cannot hold is dropped and counted, and one written
-// just before a connection broke may be lost; RADIUS accounting is the durable channel.
+// acknowledgement, so a message the queue cannot hold is dropped and counted, and one the system
+// took just before a connection broke may be lost (one still in the process is sent again on the
+// next connection); RADIUS accounting is the durable channel.
 // A connection is opened when there is something to send and kept open after.
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { lookup } from 'node:dns/promises';
@@ -53,8 +54,8 @@ interface Link {
 interface LinkEvents {
   /** The link is open and takes messages. */
   up(link: Link): void;
-  /** The link could not open, or broke; it is closed. */
-  down(error: Error | null): void;
+  /** The link could not open, or broke; it is closed. `unsent`: messages written that never left the process, oldest first. */
+  down(error: Error | null, unsent?: readonly string[]): void;
   /** The link can take the next message. */
   ready(): void;
   sent(): void;
@@ -168,7 +169,7 @@ export class SyslogCollector {
     this.#opening = true;
     const events: LinkEvents = {
       up: (link) => this.#up(link),
-      down: (error) => this.#down(error),
+      down: (error, unsent) => this.#down(error, unsent),
       ready: () => this.#pump(),
       sent: () => this.#sent++,
       sendFailed: (error) => {
@@ -192,10 +193,12 @@ export class SyslogCollector {
     this.#pump();
   }
 
-  #down(error: Error | null): void {
+  #down(error: Error | null, unsent: readonly string[] = []): void {
     const wasUp = this.#link !== null;
     this.#link = null;
     this.#opening = false;
+    // Ahead of the rest, in their order: they go first on the next connection.
+    this.#queue.unshiftAll(unsent);
     if (wasUp && elapsedSince(this.#upSince) >= STABLE_MS) this.#pauseMs = FIRST_PAUSE_MS;
     if (!this.#away && !this.#closed) {
       this.#logger.warn(
@@ -218,7 +221,11 @@ function openLink(config: SyslogCollectorConfig, events: LinkEvents): void {
   else openStreamLink(config, events);
 }
 
-/** TCP or TLS: each message octet-counted; the next waits while the socket's buffer is full. */
+/**
+ * TCP or TLS: each message framed; the next waits while the socket's buffer is full. A message
+ * counts as sent once the system took all of it; what a broken connection still held in the
+ * process (its buffer, up to a message past the high-water mark) goes back to the queue.
+ */
 function openStreamLink(
   config: Extract<SyslogCollectorConfig, { transport: 'tcp' | 'tls' }>,
   events: LinkEvents,
@@ -226,6 +233,8 @@ function openStreamLink(
   let socket: Socket;
   let connected = false;
   let failure: Error | null = null;
+  /** Messages written whose bytes the system has not all taken yet, oldest first (writes complete in order). */
+  const unflushed: string[] = [];
   if (config.transport === 'tls') {
     const { caPem, serverName } = config;
     socket = connectTls({
@@ -248,8 +257,14 @@ function openStreamLink(
       return connected && socket.writable && !socket.writableNeedDrain;
     },
     write(message) {
-      socket.write(framed(message, config.framing));
-      events.sent();
+      unflushed.push(message);
+      socket.write(framed(message, config.framing), (error) => {
+        // A write still under way when the socket is destroyed is called back without an error,
+        // though only part of it may have left: it is sent again (a duplicate at worst, in order).
+        if ((error !== null && error !== undefined) || socket.destroyed) return;
+        unflushed.shift();
+        events.sent();
+      });
     },
     close: () =>
       new Promise<void>((resolve) => {
@@ -275,7 +290,7 @@ function openStreamLink(
   socket.on('end', () => socket.end());
   socket.once('close', () => {
     connected = false;
-    events.down(failure);
+    events.down(failure, unflushed.splice(0));
   });
 }
 
@@ -345,6 +360,13 @@ class Queue {
 
   push(item: string): void {
     this.#items.push(item);
+  }
+
+  /** Puts `items` before the rest, in their order. */
+  unshiftAll(items: readonly string[]): void {
+    if (items.length === 0) return;
+    this.#items = [...items, ...this.#items.slice(this.#head)];
+    this.#head = 0;
   }
 
   shift(): string | undefined {

@@ -6,7 +6,8 @@
 // (a test double) says. And what rsyslog makes
 // of user ids a receiver must tell apart (`%0A` and a line break): values it decodes back to the ids.
 // A UDP collector whose port refuses datagrams is down, counted and logged.
-// A message sent as a TCP collector ends the connection waits for the next connection.
+// A message sent as a TCP collector ends the connection waits for the next connection, and what a
+// broken connection still held in the process goes first on the next.
 // A collector connected but reading nothing is a stall its dropped messages are logged once for.
 import assert from 'node:assert/strict';
 import { channel } from 'node:diagnostics_channel';
@@ -186,6 +187,73 @@ test("over TLS the collector's certificate must chain to caFile and carry server
   assert.deepEqual(message?.sd, {}, 'no structured data');
   assert.equal(SESSION_TEXT_PATTERN.exec(message?.msg ?? '')?.[2], 'alice');
   assert.equal(rsyslog.received().length, 1, 'nothing from the collector with the wrong name');
+});
+
+test('over TCP the messages a broken connection still held in the process go first on the next connection', async (t) => {
+  // A collector that reads nothing on its first connection until told, and everything on the next.
+  const connections: { socket: Socket; text: string; ended: boolean }[] = [];
+  const server = createServer({ pauseOnConnect: true }, (socket) => {
+    const connection = { socket, text: '', ended: false };
+    connections.push(connection);
+    socket.on('data', (chunk: Buffer) => {
+      connection.text += chunk.toString();
+    });
+    socket.on('end', () => {
+      connection.ended = true;
+    });
+    if (connections.length > 1) socket.resume();
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.after(() => {
+    for (const { socket } of connections) socket.destroy();
+    server.close();
+  });
+  let clientSocket: Socket | null = null;
+  const clientSockets = channel('net.client.socket');
+  const onSocket = (message: unknown): void => {
+    clientSockets.unsubscribe(onSocket);
+    clientSocket = (message as { socket: Socket }).socket;
+  };
+  clientSockets.subscribe(onSocket);
+  t.after(() => clientSockets.unsubscribe(onSocket));
+  const tcp = collector({
+    ...common,
+    transport: 'tcp',
+    framing: 'newline',
+    port: (server.address() as AddressInfo).port,
+    queueSize: 1_000,
+  });
+  t.after(() => tcp.close(0));
+  const padding = 'x'.repeat(16 * 1024);
+  let count = 0;
+  tcp.send(`m${count++} ${padding}`);
+  await until('the connection is up', async () => tcp.state.up);
+  // The system's buffers fill, then the process's, then the queue.
+  while (tcp.state.queued === 0) tcp.send(`m${count++} ${padding}`);
+  for (let index = 0; index < 5; index++) tcp.send(`m${count++} ${padding}`);
+
+  // The connection breaks on the portal's side (as a keepalive that timed out): what the system
+  // took still leaves; what the process held does not.
+  await new Promise((resolve) => setImmediate(resolve));
+  (clientSocket as Socket | null)?.destroy(new Error('broken'));
+  connections[0]?.socket.resume();
+  await until('the next connection took the queue', async () => tcp.state.queued === 0 && connections.length > 1);
+  const lines = (text: string) => text.split('\n').slice(0, -1);
+  await until('the collector read the first connection to its end', async () => connections[0]?.ended === true);
+  await until(
+    'the collector read every message of the next',
+    async () => connections.slice(0, 2).reduce((sum, { text }) => sum + lines(text).length, 0) >= count,
+  );
+  // A message the system took in part is cut short on the first connection (a collector drops
+  // it), and whole on the next.
+  const first = lines(connections[0]?.text ?? '');
+  const second = lines(connections[1]?.text ?? '');
+  assert.deepEqual(
+    [...first, ...second].map((line) => line.split(' ')[0]),
+    Array.from({ length: count }, (_, index) => `m${index}`),
+    'every message once, in order',
+  );
 });
 
 test('a stop right after the first message waits for the connection it opens and sends the message', async (t) => {
