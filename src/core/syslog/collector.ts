@@ -38,7 +38,7 @@ export interface SyslogCollectorState {
   /** Connected (TCP, TLS), or the socket is open and no datagram was refused since (UDP). */
   readonly up: boolean;
   readonly queued: number;
-  /** Messages handed to the socket since the portal started. */
+  /** Messages the system took since the portal started (TCP, TLS: all of their bytes; UDP: the datagram). */
   readonly sent: number;
   /** Messages dropped since the portal started: the queue was full, or a datagram could not be sent or was refused. */
   readonly dropped: { readonly queueFull: number; readonly sendFailed: number };
