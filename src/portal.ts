@@ -90,8 +90,14 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     const webhooks = new WebhookDeliveryWorker({ ...ctx, logger: logger.child({ component: 'webhooks' }) });
     const syslog = startSyslogCollectors(ctx, metrics, teardown);
     const syslogMessagesMade = wireListeners(ctx, metrics, () => webhooks.wake(), syslog);
-    // Stopped before the collectors close (stops run in reverse): the last sessions' messages go too.
-    teardown.defer('syslog messages being made', syslogMessagesMade);
+    // Stopped before the collectors close (stops run in reverse): the last sessions' messages go
+    // too. Within the flush time: a database that does not answer does not hold the stop.
+    teardown.defer('syslog messages being made', () =>
+      Promise.race([
+        syslogMessagesMade(),
+        new Promise<void>((resolve) => setTimeout(resolve, SYSLOG_FLUSH_MS).unref()),
+      ]),
+    );
     const accounting = startRadiusAccounting(ctx, metrics, teardown);
     // What the nodes report about their NAT goes into the mapping history, which attribution reads.
     ctx.nodes.onNatReport(async (nodeNumber, nat, firstContact) => {
