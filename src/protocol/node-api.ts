@@ -140,6 +140,17 @@ export const disconnectForm = z.object({
   /** As at connect; within the ranges of `profile_id` on this node when it is given. */
   ip_four: ipFourAddress.optional(),
   ip_six: ipSixAddress.optional(),
+  /**
+   * How long before this report the portal admitted the connection, in milliseconds of the
+   * node's own (monotonic) clock, measured anew for each attempt: the portal ends only a session
+   * that began by then, so a report repeated after the client reconnected ends nothing newer.
+   * Left out by older agents (the portal then ends the oldest open session of the address).
+   */
+  age_ms: z
+    .string()
+    .regex(/^\d{1,16}$/, 'must be a number of milliseconds')
+    .refine((value) => Number.isSafeInteger(Number(value)), 'must be at most 2^53 - 1')
+    .optional(),
 });
 export type DisconnectForm = z.input<typeof disconnectForm>;
 

@@ -249,20 +249,24 @@ export async function lastSessionEnds(db: Db, connectionIds: readonly string[]):
  * The open session of one connection on a node (OpenVPN: its Common Name), if any, the latest
  * when there are several. With a client address, only a session of that address, and the
  * oldest of them: the node gave the address to a newer one only once the older had ended, so
- * the end reported is the older's.
+ * the end reported is the older's. With `startedBy` (ATOM), only a session that began by then:
+ * a session that began later is not the connection whose end is reported (a report repeated
+ * after the first one ended that connection and the client connected again).
  */
 export async function openSessionOf(
   db: Db,
   connectionId: string,
   nodeNumber: NodeNumber,
   ipFour?: string,
+  startedBy?: string,
 ): Promise<OpenSession | undefined> {
-  const query = db
+  let query = db
     .selectFrom('connection_log')
     .select(OPEN_SESSION_COLUMNS)
     .where('connection_id', '=', connectionId)
     .where('node_number', '=', nodeNumber)
     .where('disconnected_at', 'is', null);
+  if (startedBy !== undefined) query = query.where('connected_at', '<=', startedBy);
   const row =
     ipFour === undefined
       ? await query.orderBy('connected_at', 'desc').orderBy('log_id', 'desc').executeTakeFirst()

@@ -47,7 +47,7 @@ export async function reportOpenVpnConnect(
 export async function reportOpenVpnDisconnect(
   portal: TestPortal,
   connectionId: string,
-  addresses: { readonly ip_four: string; readonly ip_six?: string },
+  addresses: { readonly ip_four: string; readonly ip_six?: string; readonly age_ms?: string },
 ): Promise<void> {
   const disconnect = await portal.request(`${portal.nodeApiUrl}/disconnect`, {
     method: 'POST',

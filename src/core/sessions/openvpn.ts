@@ -140,6 +140,11 @@ export interface OpenVpnDisconnect {
   readonly bytesOut: number;
   /** The client's tunnel address, when the node says it: tells two open sessions of one certificate apart. */
   readonly ipFour?: string;
+  /**
+   * How long before the report the portal admitted the connection (ms, the node's clock), when
+   * the node says it: a session that began later is not this connection's.
+   */
+  readonly ageMs?: number;
 }
 
 /**
@@ -148,7 +153,13 @@ export interface OpenVpnDisconnect {
  * certificate) nothing is announced: no webhook, connect script, syslog line or RADIUS stop.
  */
 export async function recordOpenVpnDisconnect(ctx: PortalContext, disconnect: OpenVpnDisconnect): Promise<void> {
-  const session = await openSessionOf(ctx.db, disconnect.commonName, disconnect.nodeNumber, disconnect.ipFour);
+  const session = await openSessionOf(
+    ctx.db,
+    disconnect.commonName,
+    disconnect.nodeNumber,
+    disconnect.ipFour,
+    startedBy(disconnect.ageMs, ctx.clock.now()),
+  );
   if (session === undefined) {
     ctx.logger.info(
       { connectionId: disconnect.commonName, nodeNumber: disconnect.nodeNumber },
@@ -183,6 +194,26 @@ export async function recordOpenVpnDisconnect(ctx: PortalContext, disconnect: Op
     { connectionId: disconnect.commonName, nodeNumber: disconnect.nodeNumber },
     'OpenVPN client disconnected',
   );
+}
+
+/**
+ * Leeway for a node's clock that ran slower than the portal's while the connection lasted: a
+ * second, and a thousandth of the connection's age (far more than NTP-disciplined clocks drift).
+ */
+const AGE_LEEWAY_MS = 1_000;
+const AGE_LEEWAY_PER_MS = 0.001;
+
+/**
+ * The latest start (ATOM) of the session a node's disconnect report may end: the portal admitted
+ * the connection `ageMs` before the report by the node's clock, after it recorded the session's
+ * start (the node measures from the portal's answer). A report repeated after the client's next
+ * connection began, on the same address, does not reach back to that newer session. Measured
+ * as an age, not a time of day, so a node's clock set wrong moves nothing.
+ */
+function startedBy(ageMs: number | undefined, now: Date): string | undefined {
+  if (ageMs === undefined) return undefined;
+  const leeway = AGE_LEEWAY_MS + ageMs * AGE_LEEWAY_PER_MS;
+  return formatAtom(new Date(now.getTime() - ageMs + leeway));
 }
 
 /**

@@ -27,6 +27,7 @@ export async function disconnectHandler(
     bytesIn: Number(form.bytes_in),
     bytesOut: Number(form.bytes_out),
     ...(form.ip_four === undefined ? {} : { ipFour: form.ip_four }),
+    ...(form.age_ms === undefined ? {} : { ageMs: Number(form.age_ms) }),
   });
   await reply.type('text/plain').send('OK');
 }

@@ -1,7 +1,8 @@
 // OpenVPN sessions whose end the node never reported: a reconcile pass ends them by the
 // node's own client list, so nobody stays online (and attributed an address) for ever. And a
 // disconnect of no open session ends nothing and announces nothing; one of two sessions open on
-// the same address ends the older, whose end it must be. A disconnect whose recording fails part
+// the same address ends the older, whose end it must be, and one that says the connection's age
+// never a session that began after it. A disconnect whose recording fails part
 // way ends nothing, so the node's report again ends the session for every listener.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
@@ -222,6 +223,75 @@ test("a late disconnect report of a client's old connection ends that one, not i
     ended.map((event) => (event.type === 'session.ended' ? event.session?.originatingIp : undefined)),
     ['192.0.2.10'],
     'the end announced is the old connection’s',
+  );
+});
+
+test('a disconnect report repeated after its connection ended and the client connected again on the same address leaves the new session open', async (t) => {
+  let now = new Date();
+  const portal = await startTestPortal({ config: openVpnEmployees, clock: { now: () => now } });
+  t.after(() => portal.close());
+  const ctx = portal.portal.ctx;
+  const ended: PortalEvent[] = [];
+  ctx.events.afterCommit((event) => {
+    if (event.type === 'session.ended') ended.push(event);
+  });
+  const commonName = await openVpnConfiguration(portal, 'pia');
+  const later = (ms: number) => {
+    now = new Date(now.getTime() + ms);
+  };
+
+  await reportOpenVpnConnect(portal, commonName, { originating_ip: '192.0.2.10', ip_four: '10.60.0.2' });
+  later(60_000);
+  // The first report commits, but its answer is lost: the node reports again a second on, and
+  // meanwhile the client came back on the address its old connection freed.
+  await reportOpenVpnDisconnect(portal, commonName, { ip_four: '10.60.0.2', age_ms: '60000' });
+  later(400);
+  await reportOpenVpnConnect(portal, commonName, { originating_ip: '198.51.100.20', ip_four: '10.60.0.2' });
+  later(700);
+  await reportOpenVpnDisconnect(portal, commonName, { ip_four: '10.60.0.2', age_ms: '61100' });
+  await new Promise((resolve) => setImmediate(resolve));
+
+  assert.deepEqual(
+    (await connectionHistory(ctx.db, commonName)).map((entry) => [entry.bytesIn, entry.disconnectedAt === null]),
+    [
+      [10, false],
+      [null, true],
+    ],
+    'the old connection closed once; the new one stays open',
+  );
+  assert.deepEqual(
+    ended.map((event) => (event.type === 'session.ended' ? event.session?.originatingIp : undefined)),
+    ['192.0.2.10'],
+    'only the old connection’s end is announced',
+  );
+});
+
+test('a disconnect report with the connection’s age ends the session it names however long the connection lasted, also when an older one is open on the address', async (t) => {
+  let now = new Date();
+  const portal = await startTestPortal({ config: openVpnEmployees, clock: { now: () => now } });
+  t.after(() => portal.close());
+  const ctx = portal.portal.ctx;
+  const commonName = await openVpnConfiguration(portal, 'ravi');
+  const later = (ms: number) => {
+    now = new Date(now.getTime() + ms);
+  };
+
+  // The portal recorded each start a little before the node heard its answer and began counting.
+  await reportOpenVpnConnect(portal, commonName, { originating_ip: '192.0.2.10', ip_four: '10.60.0.2' });
+  later(5_000);
+  await reportOpenVpnConnect(portal, commonName, { originating_ip: '198.51.100.20', ip_four: '10.60.0.3' });
+  // Three days on, by a node clock a minute fast over them: its age is too long, the leeway covers it.
+  later(3 * 86_400_000);
+  await reportOpenVpnDisconnect(portal, commonName, { ip_four: '10.60.0.3', age_ms: String(3 * 86_400_000 + 60_000) });
+  await reportOpenVpnDisconnect(portal, commonName, { ip_four: '10.60.0.2', age_ms: String(3 * 86_400_000 + 65_000) });
+
+  assert.deepEqual(
+    (await connectionHistory(ctx.db, commonName)).map((entry) => [entry.ipFour, entry.disconnectedAt === null]),
+    [
+      ['10.60.0.2', false],
+      ['10.60.0.3', false],
+    ],
+    'both ended by their own reports',
   );
 });
 

@@ -1,5 +1,6 @@
 // Node API /disconnect: byte counts are non-negative safe integers, stored exactly by SQLite and
-// PostgreSQL alike; another count is refused with 400 and leaves the session open as it was.
+// PostgreSQL alike; another count, or a connection age that is no such number, is refused with
+// 400 and leaves the session open as it was.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { asNodeNumber } from '../../../src/shared/ids.js';
@@ -45,4 +46,41 @@ test('byte counts beyond 2^53 - 1 or not decimal are refused with 400, and the s
 
   assert.equal(await disconnect('9007199254740991', '0'), '200 OK', 'the largest safe integer');
   assert.deepEqual(await history(), [[9007199254740991, 0, true]]);
+});
+
+test('a connection age that is not a decimal number of milliseconds up to 2^53 - 1 is refused with 400, and the session stays open', async (t) => {
+  const portal = await startTestPortal({ config: openVpnEmployees });
+  t.after(() => portal.close());
+  const ctx = portal.portal.ctx;
+  const commonName = await openVpnConfiguration(portal, 'noor');
+  await reportOpenVpnConnect(portal, commonName, { originating_ip: '192.0.2.10', ip_four: '10.60.0.2' });
+  const disconnect = (ageMs: string) =>
+    portal
+      .request(`${portal.nodeApiUrl}/disconnect`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${ctx.keys.nodeSecret(asNodeNumber(0)) ?? ''}`,
+          'x-node-number': '0',
+        },
+        body: new URLSearchParams({
+          profile_id: 'employees',
+          common_name: commonName,
+          ip_four: '10.60.0.2',
+          bytes_in: '1',
+          bytes_out: '1',
+          age_ms: ageMs,
+        }),
+      })
+      .then((answer) => `${answer.status} ${answer.text}`);
+
+  for (const age of ['9007199254740992', '-1', '1.5', '1e3', '']) {
+    assert.equal(await disconnect(age), '400 {"error":"invalid value for \\"age_ms\\""}', age);
+  }
+  assert.deepEqual(
+    (await connectionHistory(ctx.db, commonName)).map((entry) => entry.disconnectedAt),
+    [null],
+    'nothing was written',
+  );
+  assert.equal(await disconnect('0'), '200 OK', 'a connection admitted just now');
+  assert.notEqual((await connectionHistory(ctx.db, commonName))[0]?.disconnectedAt ?? null, null);
 });
