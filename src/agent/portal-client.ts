@@ -64,6 +64,8 @@ export interface DisconnectReport {
   readonly bytesIn: number;
   /** Bytes the server sent to the client. */
   readonly bytesOut: number;
+  /** How long ago (ms) the portal admitted the connection; left out when not known. */
+  readonly ageMs?: number;
 }
 
 /** The portal did not give a usable answer; the message never contains the node key. */
@@ -177,6 +179,7 @@ export class PortalClient {
       profile_id: report.profileId,
       ...(report.ipFour === '' ? {} : { ip_four: report.ipFour }),
       ...(report.ipSix === '' ? {} : { ip_six: report.ipSix }),
+      ...(report.ageMs === undefined ? {} : { age_ms: String(report.ageMs) }),
     };
     const body = new URLSearchParams(form);
     const { response, text } = await this.#exchange(url, body, 'text/plain');

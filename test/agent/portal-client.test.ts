@@ -80,7 +80,7 @@ describe('asking the portal about OpenVPN clients', () => {
     }
   });
 
-  test('a disconnect is reported with its byte counts and fails unless the portal says OK', async () => {
+  test('a disconnect is reported with its byte counts and the connection’s age, and fails unless the portal says OK', async () => {
     const report: DisconnectReport = {
       profileId: 'employees',
       commonName: CN_ALICE,
@@ -88,6 +88,7 @@ describe('asking the portal about OpenVPN clients', () => {
       ipSix: 'fd77::2',
       bytesIn: 2187,
       bytesOut: 2230,
+      ageMs: 61_200,
     };
     const sent: { url?: string; body?: string } = {};
     await clientAnswering(() => new Response('OK'), sent).reportDisconnect(report);
@@ -99,6 +100,7 @@ describe('asking the portal about OpenVPN clients', () => {
       ip_six: 'fd77::2',
       bytes_in: '2187',
       bytes_out: '2230',
+      age_ms: '61200',
     });
     await assert.rejects(
       clientAnswering(() => new Response('nope', { status: 500 })).reportDisconnect(report),

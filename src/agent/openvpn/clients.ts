@@ -39,6 +39,8 @@ export interface OpenVpnClientsOptions {
   readonly logger: Logger;
   /** Pause before the one retry of a failed /disconnect report. */
   readonly reportRetryDelayMs?: number;
+  /** A monotonic clock in milliseconds (`performance.now`): how long ago the portal admitted a connection. */
+  readonly now?: () => number;
 }
 
 /**
@@ -62,6 +64,11 @@ interface ClientRecord {
   revoked: boolean;
   /** Order of the ESTABLISHED notification, to tell a stale `status` answer from a gone client. */
   establishedSeq: number;
+  /**
+   * When (the monotonic clock) the portal's yes was heard, or the connection was first seen
+   * admitted: after the portal recorded its session's start. Its end report says how long ago.
+   */
+  admittedAt: number | null;
 }
 
 /** Shown in OpenVPN's log (never to the client); fixed texts only. */
@@ -159,6 +166,7 @@ export class OpenVpnClients {
         gone: false,
         revoked: false,
         establishedSeq: ++this.#establishedSeq,
+        admittedAt: this.#now(),
       });
     }
     for (const record of [...this.#records.values()]) {
@@ -295,6 +303,7 @@ export class OpenVpnClients {
       gone: false,
       revoked: false,
       establishedSeq: 0,
+      admittedAt: null,
     };
     this.#records.set(cid, record);
     const admission = this.#admit(record, env, kid, layout, addresses);
@@ -321,6 +330,7 @@ export class OpenVpnClients {
     const { logger, server } = this.#options;
     const generation = this.#generation;
     const verdict = await this.#ask(commonName, originatingIp(env), addresses.ipFour, addresses.ipSix);
+    if (verdict.allowed) record.admittedAt = this.#now();
     if (generation !== this.#generation) {
       // The process ended meanwhile: this cid is void, but an allowed connection was opened at the portal.
       if (verdict.allowed) this.#reportEnd(record, 0, 0);
@@ -382,6 +392,7 @@ export class OpenVpnClients {
         gone: false,
         revoked: false,
         establishedSeq: ++this.#establishedSeq,
+        admittedAt: this.#now(),
       };
       this.#records.set(cid, record);
     }
@@ -424,10 +435,13 @@ export class OpenVpnClients {
         gone: false,
         revoked: false,
         establishedSeq: 0,
+        admittedAt: null,
       };
       this.#records.set(cid, record);
     }
     record.state = 'established';
+    // Seen admitted now, if its admission was not heard here.
+    record.admittedAt ??= this.#now();
     // Connected, so admitted by the portal (a record `status` listed before it had an address included).
     record.reportable = true;
     record.establishedSeq = ++this.#establishedSeq;
@@ -529,7 +543,10 @@ export class OpenVpnClients {
       (async () => {
         for (let attempt = 1; ; attempt += 1) {
           try {
-            await portal.reportDisconnect(report);
+            // Measured anew for each attempt: the portal counts back from when it hears it.
+            const ageMs =
+              record.admittedAt === null ? undefined : Math.max(0, Math.round(this.#now() - record.admittedAt));
+            await portal.reportDisconnect(ageMs === undefined ? report : { ...report, ageMs });
             return;
           } catch (error) {
             if (attempt >= 2) {
@@ -544,6 +561,10 @@ export class OpenVpnClients {
         }
       })(),
     );
+  }
+
+  #now(): number {
+    return (this.#options.now ?? performance.now.bind(performance))();
   }
 
   #track(task: Promise<void>): void {

@@ -85,8 +85,18 @@ class ScriptedPortal implements OpenVpnPortal {
     return new Promise((resolve) => this.#waiting.push(resolve));
   }
 
+  /** Reports to answer with a failure (their answer lost), before answering again. */
+  failingReports = 0;
+  /** Called with each report as it arrives. */
+  onReport: () => void = () => {};
+
   async reportDisconnect(report: DisconnectReport): Promise<void> {
     this.reports.push(report);
+    this.onReport();
+    if (this.failingReports > 0) {
+      this.failingReports -= 1;
+      throw new Error('the answer was lost');
+    }
   }
 
   answer(verdict: ConnectVerdict): void {
@@ -104,6 +114,8 @@ describe('deciding about the clients of one OpenVPN server', () => {
   const setUp = () => {
     const management = new ScriptedManagement();
     const portal = new ScriptedPortal();
+    // The monotonic clock, in milliseconds; the test moves it.
+    const clock = { now: 0 };
     const clients = new OpenVpnClients({
       profileId: 'employees',
       server: 'employees-0.conf',
@@ -111,6 +123,7 @@ describe('deciding about the clients of one OpenVPN server', () => {
       portal,
       logger: pino({ level: 'silent' }),
       reportRetryDelayMs: 1,
+      now: () => clock.now,
     });
     const notify = (
       kind: ClientNotification['kind'],
@@ -118,12 +131,16 @@ describe('deciding about the clients of one OpenVPN server', () => {
       env: Map<string, string>,
       kid: number | null = null,
     ): void => clients.handle({ kind, cid, kid, env });
-    return { management, portal, clients, notify };
+    return { management, portal, clients, notify, clock };
   };
   const turn = () => new Promise((resolve) => setImmediate(resolve));
 
   /** Alice's client (cid 0) is allowed by the portal and established at 10.77.0.2, fd77::2. */
-  const aliceEstablished = async ({ portal, clients, notify }: Omit<ReturnType<typeof setUp>, 'management'>) => {
+  const aliceEstablished = async ({
+    portal,
+    clients,
+    notify,
+  }: Omit<ReturnType<typeof setUp>, 'management' | 'clock'>) => {
     notify('CONNECT', 0, connectEnv(CN_ALICE), 1);
     await turn();
     portal.answer(ALLOW);
@@ -193,9 +210,32 @@ describe('deciding about the clients of one OpenVPN server', () => {
         ipSix: 'fd77::2',
         bytesIn: 2187,
         bytesOut: 2230,
+        ageMs: 0,
       },
     ]);
     assert.equal(clients.establishedCount, 0);
+  });
+
+  test('a disconnect report says how long ago the portal admitted the connection, measured anew when it is sent again', async () => {
+    const { portal, clients, notify, clock } = setUp();
+    notify('CONNECT', 0, connectEnv(CN_ALICE), 1);
+    await turn();
+    clock.now = 1_000;
+    portal.answer(ALLOW);
+    await clients.settle();
+    clock.now = 61_000;
+    // The first answer is lost; the report goes again 1.2 s later.
+    portal.failingReports = 1;
+    portal.onReport = () => {
+      clock.now += 1_200;
+    };
+    notify('DISCONNECT', 0, new Map([['bytes_received', '1']]));
+    await clients.settle();
+    assert.deepEqual(
+      portal.reports.map((report) => report.ageMs),
+      [60_000, 61_200],
+      'counted from the portal’s yes, to each sending',
+    );
   });
 
   test('a refused client is denied with fixed text, and its DISCONNECT is not reported', async () => {
@@ -478,6 +518,7 @@ describe('deciding about the clients of one OpenVPN server', () => {
       ipSix: 'fd77::3',
       bytesIn: 5,
       bytesOut: 6,
+      ageMs: 0,
     });
   });
   test('a client status lists without an address is not counted as connected, is still ended by a disconnect, and is the portal’s only once established', async () => {
