@@ -38,7 +38,7 @@ export function writeRadiusAccounting(events: PortalEvents, config: PortalConfig
         at: event.at,
       });
     } else {
-      await accountSessionEnd(db, config, event.connectionId, event.nodeNumber, event, event.session?.ipFour);
+      await accountSessionEnd(db, config, event.connectionId, event.nodeNumber, event, event.session);
     }
   }
 }

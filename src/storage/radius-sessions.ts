@@ -1,7 +1,8 @@
 // Queries on `radius_sessions`: the sessions being accounted for over RADIUS. A row is written with
 // the session's Start (in the transaction of `session.started`), moved on by every Interim-Update
 // (a conditional update: of several portal instances exactly one queues it) and deleted when the
-// Stop is queued (in the transaction of `session.ended`: the oldest open session of the configuration and its address first).
+// Stop is queued (in the transaction of `session.ended`: the session that began when the ended one
+// did; the configuration's oldest open one only for an end that does not say which).
 // The row's record is the Start, with the latest byte counters a pass observed once there are some
 // (WireGuard): the Interim-Updates repeat it.
 import { inBatches, neverStopping, type Stopping } from './batches.js';
@@ -36,7 +37,8 @@ export async function insertRadiusSession(db: Db, session: RadiusSession): Promi
  * The oldest open session of a configuration on a node, deleted: its Stop is the caller's to
  * queue. Oldest first because an OpenVPN client that reconnects (to the node's TCP process, say)
  * is connected again before the node reports the end of its first connection; with `only`, the
- * oldest of those it picks (the sessions of the tunnel address that ended), none when none is.
+ * oldest of those it picks (the session that began when the ended one did, on its tunnel
+ * address), none when none is.
  */
 export async function takeOldestRadiusSession(
   db: Db,

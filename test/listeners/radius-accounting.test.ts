@@ -1,8 +1,9 @@
 // The RADIUS accounting listener writes a session's records into the outbox with the session
 // change itself: an OpenVPN connect and disconnect (recorded outside a change) give a Start and a
 // Stop of one Acct-Session-Id; a change that rolls back leaves nothing; a reconnect reported
-// before the first connection's end keeps both sessions, and each disconnect ends the oldest of
-// the tunnel address it names. A Stop never reports less traffic than an Interim-Update did.
+// before the first connection's end keeps both sessions, and each disconnect ends the session it
+// names (by its start and address; the oldest, when it names none), so an end announced twice
+// never stops the client's newer session. A Stop never reports less traffic than an Interim-Update did.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { PortalEvent } from '../../src/core/events.js';
@@ -238,6 +239,49 @@ describe('the RADIUS accounting outbox listener', () => {
       [tcp?.sessionId],
       'still accounted for',
     );
+  });
+
+  test("an end announced again after the client came back on the same address stops nothing, not the client's new session", async () => {
+    const { ctx } = portal.portal;
+    const first = minutesAgo(10);
+    const ended = (at: Date, startedAt: Date): PortalEvent => ({
+      type: 'session.ended',
+      at,
+      connectionId: 'cn-repeated',
+      vpnProto: 'openvpn',
+      nodeNumber: asNodeNumber(0),
+      bytesIn: 1,
+      bytesOut: 1,
+      cause: 'disconnected',
+      session: {
+        userId: 'erin',
+        profileId: 'employees',
+        ipFour: '10.45.0.3',
+        ipSix: 'fd45::3',
+        originatingIp: null,
+        connectedAt: formatAtom(startedAt),
+      },
+    });
+    // The first connection's end is announced, the client connects again on its address a
+    // second later, and the same end is announced once more (a node's report repeated, or
+    // another portal instance that ended it too).
+    await ctx.events.record(ctx.db, openVpnStart('cn-repeated', first));
+    await ctx.events.record(ctx.db, ended(new Date(first.getTime() + 60_000), first));
+    const again = new Date(first.getTime() + 61_000);
+    await ctx.events.record(ctx.db, openVpnStart('cn-repeated', again));
+    await ctx.events.record(ctx.db, ended(new Date(first.getTime() + 62_000), first));
+    const [start, stop, next, ...more] = await queued('cn-repeated');
+    assert.deepEqual([start?.statusType, stop?.statusType, next?.statusType], ['Start', 'Stop', 'Start']);
+    assert.equal(stop?.sessionId, start?.sessionId);
+    assert.deepEqual(
+      more.map((record) => record.statusType),
+      [],
+      'the new session, still connected, is not stopped',
+    );
+    // Its own end stops it.
+    await ctx.events.record(ctx.db, ended(new Date(first.getTime() + 121_000), again));
+    const last = (await queued('cn-repeated')).at(-1);
+    assert.deepEqual([last?.statusType, last?.sessionId, last?.sessionTime], ['Stop', next?.sessionId, 60]);
   });
 
   test('a peer that vanished from its node after a pass saw its counters stops with those counters, not with nothing', async () => {

@@ -66,13 +66,21 @@ export async function accountSessionStart(
   await queueRecord(db, config, record, connectionId, session.at);
 }
 
+/** The session that ended, as its start recorded it: its tunnel address and its start (ATOM). */
+export interface EndedSession {
+  readonly ipFour: string;
+  readonly connectedAt: string;
+}
+
 /**
- * A session closed: the Stop of the configuration's oldest open session on the node of the
- * tunnel address that ended (`ipFour`, when known; else the oldest), and its row goes. An OpenVPN
- * client may reconnect before the node reports the first connection's end, and its new
- * connection may end first: its Stop names its own session, not the older one still open.
- * Nothing when the portal did not account for its start (or stopped it already: an end
- * announced twice), even when another session of the configuration is open on another address.
+ * A session closed: the Stop of the RADIUS session of the configuration on the node that began
+ * when it did (its row's start is the session's), on its tunnel address, and its row goes. An
+ * OpenVPN client may reconnect before the node reports the first connection's end, and its new
+ * connection may end first: its Stop names its own session, not the older one still open. An
+ * end announced twice (a node's report repeated, two instances ending the same session) finds
+ * its row gone and stops nothing, not the client's newer session on the same address. Nothing
+ * either when the portal did not account for its start. Only an end that does not say which
+ * session it was (`ended` null) stops the configuration's oldest open session on the node.
  */
 export async function accountSessionEnd(
   db: Db,
@@ -80,12 +88,13 @@ export async function accountSessionEnd(
   connectionId: string,
   nodeNumber: NodeNumber,
   end: { readonly at: Date; readonly bytesIn: number; readonly bytesOut: number; readonly cause: SessionEndCause },
-  ipFour?: string,
+  ended: EndedSession | null = null,
 ): Promise<void> {
-  const ended = ipFour === undefined ? null : canonicalAddressOrSame(ipFour);
+  const address = ended === null || ended.ipFour === '' ? null : canonicalAddressOrSame(ended.ipFour);
   const session = await takeOldestRadiusSession(db, connectionId, nodeNumber, (open) => {
+    if (ended !== null && open.startedAt !== ended.connectedAt) return false;
     const framed = parseRecord(open.startRecord).framedIpAddress;
-    return ended === null || (framed !== null && canonicalAddressOrSame(framed) === ended);
+    return address === null || (framed !== null && canonicalAddressOrSame(framed) === address);
   });
   if (session === undefined) return;
   const record = stopRecord(parseRecord(session.startRecord), new Date(session.startedAt), end);

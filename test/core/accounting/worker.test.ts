@@ -2,7 +2,7 @@
 // Interim-Update and Stop reach the server with the session's attributes (a long user id cut to
 // RADIUS's 253 octets); while the server is away records wait in the outbox and arrive, with
 // their Acct-Delay-Time, once it is back; two portal instances on one database send each record
-// once; a record unanswered for maxAge is dropped with an audit row and a metric.
+// once; an end announced twice stops only its own session; a record unanswered for maxAge is dropped with an audit row and a metric.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -229,6 +229,52 @@ describe('RADIUS accounting through the outbox', () => {
       "frank's Start before erin's Stop: a firewall that ends erin's mapping of 10.44.0.7 with her Stop leaves frank unmapped, or one keyed by user leaves erin behind it",
     );
     await announce(portal, ended('key-frank', clock.now()));
+    await until('the outbox to empty', async () => (await outboxSize()) === 0, 30_000);
+  });
+
+  test('an end announced twice, the second time after the client came back on its address, sends one Stop: the server never hears the new session stop while it runs', async () => {
+    const at = new Date(Math.floor(clock.now().getTime() / 1000) * 1000);
+    const endOf = (startedAt: Date, endedAt: Date): PortalEvent => ({
+      type: 'session.ended',
+      at: endedAt,
+      connectionId: 'key-gus',
+      vpnProto: 'wireguard',
+      nodeNumber: asNodeNumber(0),
+      bytesIn: 1,
+      bytesOut: 1,
+      cause: 'lost',
+      session: {
+        userId: 'gus',
+        profileId: 'employees',
+        ipFour: '10.44.0.7',
+        ipSix: 'fd44::7',
+        originatingIp: '203.0.113.9',
+        connectedAt: formatAtom(startedAt),
+      },
+    });
+    const again = new Date(at.getTime() + 2_000);
+    await announce(portal, started('key-gus', 'gus', at));
+    await announce(portal, endOf(at, new Date(at.getTime() + 1_000)));
+    await announce(portal, started('key-gus', 'gus', again));
+    // The first session's end again: a repeated report, or another instance that ended it too.
+    await announce(portal, endOf(at, new Date(at.getTime() + 3_000)));
+    await until('the outbox to empty', async () => (await outboxSize()) === 0, 30_000);
+    const sent = async () =>
+      (await ofSession('gus')).map((record) => `${record['Acct-Status-Type']} ${record['Acct-Session-Id']}`);
+    const [first, stop, next, ...more] = await sent();
+    assert.equal(stop, first?.replace('Start', 'Stop'), 'the first session stopped');
+    assert.match(next ?? '', /^Start /);
+    assert.deepEqual(more, [], 'and nothing else: the new session is still running');
+
+    await announce(portal, endOf(again, new Date(at.getTime() + 4_000)));
+    await detailRecord(
+      radius,
+      "the new session's Stop",
+      (record) =>
+        record['User-Name'] === 'gus' &&
+        record['Acct-Status-Type'] === 'Stop' &&
+        `Start ${record['Acct-Session-Id']}` === next,
+    );
     await until('the outbox to empty', async () => (await outboxSize()) === 0, 30_000);
   });
 
