@@ -197,8 +197,9 @@ export async function recordOpenVpnDisconnect(ctx: PortalContext, disconnect: Op
 }
 
 /**
- * Leeway for a node's clock that ran slower than the portal's while the connection lasted: a
- * second, and a thousandth of the connection's age (far more than NTP-disciplined clocks drift).
+ * Leeway for a node's clock that ran faster than the portal's while the connection lasted (an
+ * age too long would reach back past the session's start): a second, and a thousandth of the
+ * age (far more than NTP-disciplined clocks drift apart).
  */
 const AGE_LEEWAY_MS = 1_000;
 const AGE_LEEWAY_PER_MS = 0.001;
