@@ -16,6 +16,16 @@ import { openVpnConfiguration, openVpnEmployees } from '../../support/openvpn-se
 import { until } from '../../support/until.js';
 import { startTestPortal } from '../../support/test-portal.js';
 
+/** The lines a test's connect script wrote to `file` ("C 10.60.0.2"), none before it wrote any. */
+function linesIn(file: string): string[] {
+  return existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => line.trimEnd())
+    : [];
+}
+
 test('an originating address with a zone is refused with 400 and no session is logged; one without is taken', async (t) => {
   const portal = await startTestPortal({ config: openVpnEmployees });
   t.after(() => portal.close());
@@ -52,13 +62,7 @@ test('a connect whose node stopped waiting for the answer during a slow connect 
     `#!/bin/sh\necho "$VPN_EVENT $VPN_IP_FOUR \${VPN_BYTES_IN:-}" >> ${heard}\n[ "$VPN_EVENT" = C ] && sleep 1\nexit 0\n`,
     { mode: 0o755 },
   );
-  const heardLines = (): string[] =>
-    existsSync(heard)
-      ? readFileSync(heard, 'utf8')
-          .trim()
-          .split('\n')
-          .map((line) => line.trimEnd())
-      : [];
+  const heardLines = () => linesIn(heard);
   const logged: Record<string, unknown>[] = [];
   const portal = await startTestPortal({
     logger: pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line)) }),
@@ -110,13 +114,7 @@ test('a user disabled while the connect script decides on a connect is refused, 
       `if [ "$VPN_EVENT" = C ]; then n=0; while [ ! -e ${go} ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n+1)); done; fi\nexit 0\n`,
     { mode: 0o755 },
   );
-  const heardLines = (): string[] =>
-    existsSync(heard)
-      ? readFileSync(heard, 'utf8')
-          .trim()
-          .split('\n')
-          .map((line) => line.trimEnd())
-      : [];
+  const heardLines = () => linesIn(heard);
   const portal = await startTestPortal({
     config: { ...openVpnEmployees, connectScriptPath: script, connectScriptTimeout: 'PT30S' },
   });
@@ -152,13 +150,7 @@ test('a connect whose recording fails part way opens no session, leaves no RADIU
     mode: 0o755,
   });
   writeFileSync(path.join(directory, 'radius.secret'), 'secret', { mode: 0o600 });
-  const heardLines = (): string[] =>
-    existsSync(heard)
-      ? readFileSync(heard, 'utf8')
-          .trim()
-          .split('\n')
-          .map((line) => line.trimEnd())
-      : [];
+  const heardLines = () => linesIn(heard);
   // Nothing answers on the discard port: a Start stays in the outbox for the test to see.
   const portal = await startTestPortal({
     config: {
