@@ -6,7 +6,7 @@ import { formatAtom } from '../shared/time.js';
 import { timeOrderedId } from '../shared/time-ordered-id.js';
 import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import { countInBatches, inBatches, neverStopping, type Stopping } from './batches.js';
-import type { Db } from './database.js';
+import { isPostgres, type Db } from './database.js';
 import type { RetentionCount } from './legal-holds.js';
 
 export interface OpenedConnection {
@@ -118,6 +118,43 @@ export async function closeConnection(
   }
   const result = await update.executeTakeFirst();
   return Number(result.numUpdatedRows);
+}
+
+/** A session as the connection log's listener closes it: its connection, node, IPv4 address and start. */
+export interface SessionRowKey {
+  readonly connectionId: string;
+  readonly nodeNumber: NodeNumber;
+  readonly ipFour: string;
+  /** ATOM. */
+  readonly connectedAt: string;
+}
+
+/**
+ * Which of these sessions still have an open row, read in the transaction that is to close them
+ * (as `closeConnection` finds a session's row: connection, node, address, start). On PostgreSQL
+ * the open rows of their connections stay locked until that transaction ends, in one order
+ * (`log_id`), so one that another change is closing meanwhile is waited for and then found closed;
+ * SQLite runs one writing transaction at a time. Answers the sessions found open.
+ */
+export async function sessionsStillOpen<S extends SessionRowKey>(trx: Db, sessions: readonly S[]): Promise<S[]> {
+  if (sessions.length === 0) return [];
+  const query = trx
+    .selectFrom('connection_log')
+    .select(['connection_id', 'node_number', 'ip_four', 'connected_at'])
+    .where('connection_id', 'in', [...new Set(sessions.map((session) => session.connectionId))])
+    .where('disconnected_at', 'is', null)
+    .orderBy('log_id');
+  const rows = await (isPostgres(trx) ? query.forUpdate() : query).execute();
+  const open = new Set(rows.map((row) => rowKey(row.connection_id, row.node_number, row.ip_four, row.connected_at)));
+  return sessions.filter((session) =>
+    open.has(
+      rowKey(session.connectionId, session.nodeNumber, canonicalAddressOrSame(session.ipFour), session.connectedAt),
+    ),
+  );
+}
+
+function rowKey(connectionId: string, nodeNumber: number, ipFour: string, connectedAt: string): string {
+  return JSON.stringify([connectionId, nodeNumber, ipFour, connectedAt]);
 }
 
 export interface ConnectionLogEntry {

@@ -188,8 +188,16 @@ export async function recordOpenVpnDisconnect(ctx: PortalContext, disconnect: Op
   // One change: the history's row closes with the RADIUS Stop and the webhook's delivery, or
   // none of them does and the node's report fails (it reports again). Recorded piece by piece,
   // a failure after the row closed left the session ended there, and the report again found
-  // nothing to end: no Stop, no syslog stop, no webhook, ever.
-  await ctx.events.change(ctx.db, async (_trx, announce) => announce(ended));
+  // nothing to end: no Stop, no syslog stop, no webhook, ever. The change announces the end only
+  // when it finds the row still open: a retry of this report, or another instance's end of the
+  // session, may have closed it since it was read.
+  if ((await announceSessions(ctx.events, ctx.db, [ended])) === 0) {
+    ctx.logger.info(
+      { connectionId: disconnect.commonName, nodeNumber: disconnect.nodeNumber },
+      'OpenVPN disconnect of a session ended meanwhile (a report repeated, another instance): nothing to end',
+    );
+    return;
+  }
   ctx.logger.info(
     { connectionId: disconnect.commonName, nodeNumber: disconnect.nodeNumber },
     'OpenVPN client disconnected',
@@ -267,12 +275,14 @@ export async function endUnlistedOpenVpnSessions(
       events.push(sessionEnded('openvpn', session, await endedBy(ctx, session, since), 0, 0, 'lost'));
   }
   if (events.length === 0) return 0;
-  await announceSessions(ctx.events, ctx.db, events);
+  // Those another change ended meanwhile (a disconnect report that came late) are not ended again.
+  const ended = await announceSessions(ctx.events, ctx.db, events);
+  if (ended === 0) return 0;
   ctx.logger.info(
-    { nodeNumber, sessions: events.length },
-    `ended ${events.length} OpenVPN session(s) node ${nodeNumber} no longer lists, whose disconnect was never reported`,
+    { nodeNumber, sessions: ended },
+    `ended ${ended} OpenVPN session(s) node ${nodeNumber} no longer lists, whose disconnect was never reported`,
   );
-  return events.length;
+  return ended;
 }
 
 /**

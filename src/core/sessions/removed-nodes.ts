@@ -18,16 +18,18 @@ export async function endSessionsOfRemovedNodes(ctx: PortalContext): Promise<num
     const sessions = await openSessionsOffNodes(ctx.db, configured, BATCH);
     if (sessions.length === 0) break;
     const now = ctx.clock.now();
-    await announceSessions(
+    // Another instance's pass may end the same sessions meanwhile: each is ended by one of them.
+    const endedNow = await announceSessions(
       ctx.events,
       ctx.db,
       sessions.map((session) => sessionEnded(session.vpnProto, session, now, 0, 0, 'lost')),
     );
-    ended += sessions.length;
-    ctx.logger.warn(
-      { nodes: [...new Set(sessions.map((session) => session.nodeNumber))], sessions: sessions.length },
-      `ended ${sessions.length} open session(s) of nodes no longer configured, as lost`,
-    );
+    ended += endedNow;
+    if (endedNow > 0)
+      ctx.logger.warn(
+        { nodes: [...new Set(sessions.map((session) => session.nodeNumber))], sessions: endedNow },
+        `ended ${endedNow} open session(s) of nodes no longer configured, as lost`,
+      );
     if (sessions.length < BATCH) break;
   }
   return ended;
