@@ -120,41 +120,38 @@ export async function closeConnection(
   return Number(result.numUpdatedRows);
 }
 
-/** A session as the connection log's listener closes it: its connection, node, IPv4 address and start. */
-export interface SessionRowKey {
+/** An open row of the history, as the session events name it: connection, node, protocol, IPv4 address and start. */
+export interface OpenSessionRow {
   readonly connectionId: string;
   readonly nodeNumber: NodeNumber;
+  readonly vpnProto: VpnProto;
   readonly ipFour: string;
   /** ATOM. */
   readonly connectedAt: string;
 }
 
 /**
- * Which of these sessions still have an open row, read in the transaction that is to close them
- * (as `closeConnection` finds a session's row: connection, node, address, start). On PostgreSQL
- * the open rows of their connections stay locked until that transaction ends, in one order
- * (`log_id`), so one that another change is closing meanwhile is waited for and then found closed;
- * SQLite runs one writing transaction at a time. Answers the sessions found open.
+ * The open rows of these connections, read in the transaction that is to announce their
+ * sessions' ends and starts. On PostgreSQL they stay locked until that transaction ends, taken
+ * in one order (`log_id`), so a row another change is closing or opening meanwhile is waited for
+ * and then read as it committed; SQLite runs one writing transaction at a time.
  */
-export async function sessionsStillOpen<S extends SessionRowKey>(trx: Db, sessions: readonly S[]): Promise<S[]> {
-  if (sessions.length === 0) return [];
+export async function lockOpenSessionRows(trx: Db, connectionIds: readonly string[]): Promise<OpenSessionRow[]> {
+  if (connectionIds.length === 0) return [];
   const query = trx
     .selectFrom('connection_log')
-    .select(['connection_id', 'node_number', 'ip_four', 'connected_at'])
-    .where('connection_id', 'in', [...new Set(sessions.map((session) => session.connectionId))])
+    .select(['connection_id', 'node_number', 'vpn_proto', 'ip_four', 'connected_at'])
+    .where('connection_id', 'in', [...new Set(connectionIds)])
     .where('disconnected_at', 'is', null)
     .orderBy('log_id');
   const rows = await (isPostgres(trx) ? query.forUpdate() : query).execute();
-  const open = new Set(rows.map((row) => rowKey(row.connection_id, row.node_number, row.ip_four, row.connected_at)));
-  return sessions.filter((session) =>
-    open.has(
-      rowKey(session.connectionId, session.nodeNumber, canonicalAddressOrSame(session.ipFour), session.connectedAt),
-    ),
-  );
-}
-
-function rowKey(connectionId: string, nodeNumber: number, ipFour: string, connectedAt: string): string {
-  return JSON.stringify([connectionId, nodeNumber, ipFour, connectedAt]);
+  return rows.map((row) => ({
+    connectionId: row.connection_id,
+    nodeNumber: Number(row.node_number) as NodeNumber,
+    vpnProto: row.vpn_proto === 'openvpn' ? 'openvpn' : 'wireguard',
+    ipFour: row.ip_four,
+    connectedAt: row.connected_at,
+  }));
 }
 
 export interface ConnectionLogEntry {

@@ -1,13 +1,15 @@
 // Session events found by one look at a node, announced a few hundred per change: a busy node
 // seen for the first time (or after a restart of the portal) has every online device start a
 // session at once, 65,536 on a full wireguard-go node; in short transactions, not one long one.
-// An end is announced only by the change that closes its session's history row: a session
-// another change ended since it was read (a node's disconnect report and its retry, two portal
-// instances that both heard of the end) is not announced again, so webhooks, syslog and metrics
-// hear each end once, and a second stop never follows the next session on the address.
+// Each session is announced once, by the change that writes its history row: an end only by the
+// change that closes the row, a WireGuard start only by the change that opens it. A session
+// another change ended or began since it was read (a node's disconnect report and its retry, two
+// portal instances or two passes that both saw it) is not announced again, so webhooks, syslog,
+// RADIUS and metrics hear of it once, and a second stop never follows the next session on the address.
 import type { PortalEvents, PortalEvent } from '../events.js';
+import { canonicalAddressOrSame } from '../../net/cidr.js';
 import type { Db } from '../../storage/database.js';
-import { sessionsStillOpen } from '../../storage/connection-log.js';
+import { lockOpenSessionRows, type OpenSessionRow } from '../../storage/connection-log.js';
 
 /** Events per change: one transaction each, so a busy node's sessions are not one long write. */
 const EVENTS_PER_CHANGE = 500;
@@ -25,7 +27,7 @@ export async function announceSessions(
   for (let start = 0; start < announced.length; start += EVENTS_PER_CHANGE) {
     const batch = announced.slice(start, start + EVENTS_PER_CHANGE);
     ended += await events.change(db, async (trx, announce) => {
-      const due = await withoutEndedSessions(trx, batch);
+      const due = await withoutRepeats(trx, batch);
       await announce(due);
       return due.filter((event) => event.type === 'session.ended').length;
     });
@@ -34,29 +36,52 @@ export async function announceSessions(
 }
 
 /**
- * The events less the ends of sessions whose history row is closed already, read in the change
- * that announces them (and whose connection log listener closes the rows): on PostgreSQL the rows
- * stay locked until it commits, so an end another change is recording meanwhile is waited for.
+ * The events less those another change announced already, read in the change that announces
+ * them (whose connection log listener writes the rows; on PostgreSQL the rows stay locked until
+ * it commits, so a change writing them meanwhile is waited for): the end of a session whose row
+ * is closed, and the start of a WireGuard session whose configuration has an open row on the node
+ * that no end here closes (a node has at most one open WireGuard session of a configuration).
  * An end without its start's record has no row to tell: it stays.
  */
-async function withoutEndedSessions(trx: Db, events: readonly PortalEvent[]): Promise<readonly PortalEvent[]> {
-  const ends = events.flatMap((event) =>
-    event.type === 'session.ended' && event.session !== null
-      ? [
-          {
-            event,
-            connectionId: event.connectionId,
-            nodeNumber: event.nodeNumber,
-            ipFour: event.session.ipFour,
-            connectedAt: event.session.connectedAt,
-          },
-        ]
+async function withoutRepeats(trx: Db, events: readonly PortalEvent[]): Promise<readonly PortalEvent[]> {
+  const connections = events.flatMap((event) =>
+    (event.type === 'session.ended' && event.session !== null) ||
+    (event.type === 'session.started' && event.configuration.vpnProto === 'wireguard')
+      ? [event.type === 'session.ended' ? event.connectionId : event.configuration.connectionId]
       : [],
   );
-  if (ends.length === 0) return events;
-  const open = await sessionsStillOpen(trx, ends);
-  if (open.length === ends.length) return events;
-  const closed = new Set<PortalEvent>(ends.map((end) => end.event));
-  for (const end of open) closed.delete(end.event);
-  return events.filter((event) => !closed.has(event));
+  if (connections.length === 0) return events;
+  const open = await lockOpenSessionRows(trx, connections);
+  const openRows = new Set(open.map(rowKey));
+  const due = events.filter(
+    (event) =>
+      event.type !== 'session.ended' ||
+      event.session === null ||
+      openRows.has(
+        rowKey({
+          ...event,
+          ipFour: canonicalAddressOrSame(event.session.ipFour),
+          connectedAt: event.session.connectedAt,
+        }),
+      ),
+  );
+  const closedHere = new Set(
+    due.flatMap((event) => (event.type === 'session.ended' ? [nodeKey(event.connectionId, event.nodeNumber)] : [])),
+  );
+  const openWireGuard = new Set(
+    open.filter((row) => row.vpnProto === 'wireguard').map((row) => nodeKey(row.connectionId, row.nodeNumber)),
+  );
+  return due.filter((event) => {
+    if (event.type !== 'session.started' || event.configuration.vpnProto !== 'wireguard') return true;
+    const key = nodeKey(event.configuration.connectionId, event.configuration.nodeNumber);
+    return !openWireGuard.has(key) || closedHere.has(key);
+  });
+}
+
+function rowKey(row: Pick<OpenSessionRow, 'connectionId' | 'nodeNumber' | 'ipFour' | 'connectedAt'>): string {
+  return JSON.stringify([row.connectionId, row.nodeNumber, row.ipFour, row.connectedAt]);
+}
+
+function nodeKey(connectionId: string, nodeNumber: number): string {
+  return `${nodeNumber}:${connectionId}`;
 }

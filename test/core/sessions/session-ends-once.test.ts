@@ -4,12 +4,19 @@
 // as lost while its report comes in. The change that read the session open before the other one
 // closed it announces nothing (of a batch, nothing of that session): no second webhook, syslog
 // stop or count, which, coming after the next user's start on the address, would unmap that user.
+// So is a WireGuard session's start, by the change that opens its row: a second pass that saw
+// the same handshake (another instance, a pass after a lost lock) announces no second start.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import type { PortalContext } from '../../../src/core/context.js';
 import type { PortalEvent, PortalEvents } from '../../../src/core/events.js';
-import { endUnlistedOpenVpnSessions, recordOpenVpnDisconnect } from '../../../src/core/sessions/index.js';
-import { asNodeNumber } from '../../../src/shared/ids.js';
+import {
+  endUnlistedOpenVpnSessions,
+  observeWireGuardSessions,
+  recordOpenVpnDisconnect,
+} from '../../../src/core/sessions/index.js';
+import type { DaemonPeer } from '../../../src/node-client/daemon-client.js';
+import { asNodeNumber, asWireGuardKey } from '../../../src/shared/ids.js';
 import { connectionHistory } from '../../../src/storage/connection-log.js';
 import {
   openVpnConfiguration,
@@ -139,4 +146,49 @@ test('a reconcile pass that ends unlisted sessions as lost leaves out the one a 
     [[10, true]],
     'ada’s row keeps the counters of her report',
   );
+});
+
+test('a WireGuard pass that saw a handshake another pass started the session for announces no second start', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const ctx = portal.portal.ctx;
+  await subscribe(ctx.db, 'wh_starts', ['session.started']);
+  const published: PortalEvent[] = [];
+  ctx.events.afterCommit((event) => {
+    if (event.type === 'session.started') published.push(event);
+  });
+  await portal.admin.create({ user_id: 'cleo', profile_id: 'employees' });
+  const peer = await ctx.db.selectFrom('wg_peers').selectAll().executeTakeFirstOrThrow();
+  const node = asNodeNumber(Number(peer.node_number));
+  const listed: DaemonPeer[] = [
+    {
+      publicKey: asWireGuardKey(peer.public_key),
+      canonicalKey: true,
+      ipNet: [`${peer.ip_four}/32`],
+      lastHandshakeTime: new Date(),
+      onlineSince: new Date(),
+      bytesIn: 100,
+      bytesOut: 200,
+      endpoint: '192.0.2.20:51820',
+    },
+  ];
+
+  // One pass found no session open, and is held before its change…
+  const held = heldBeforeChange(ctx.events);
+  const first = observeWireGuardSessions({ ...ctx, events: held.events }, node, listed);
+  await held.reached;
+  // …while another (a second portal instance, a pass after a lost lock) starts the session.
+  await observeWireGuardSessions(ctx, node, listed);
+  held.release();
+  await first;
+  await new Promise((resolve) => setImmediate(resolve));
+
+  assert.equal(published.length, 1, 'one session.started: a second would map the address to cleo again');
+  const webhookStarts = await ctx.db
+    .selectFrom('webhook_deliveries')
+    .select('event_type')
+    .where('event_type', '=', 'session.started')
+    .execute();
+  assert.equal(webhookStarts.length, 1, 'one webhook delivery of the start');
+  assert.equal((await connectionHistory(ctx.db, peer.public_key)).length, 1, 'one row in the history');
 });
