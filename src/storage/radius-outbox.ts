@@ -131,26 +131,28 @@ export async function postponeOutboxRecord(
 }
 
 /**
- * Whether the outbox holds, for `record`'s server, a record made before it (ids are ordered as
+ * Whether the outbox holds, for `record`'s server, records made before it (ids are ordered as
  * they were made) of its session or of another session on its address, waiting or being sent:
  * `record` waits for them. So no server hears a session's Start or Interim-Update after its Stop,
  * nor the next session's Start on an address before the Stop of the session that had it before.
- * Only earlier ones: two records that each waited for the other would never go.
+ * Only earlier ones: two records that each waited for the other would never go. Answers the
+ * latest time one of them is due again (none goes before then), null when there are none.
  */
-export async function earlierRecordsWaiting(
+export async function heldBackUntil(
   db: Db,
   record: Pick<OutboxRecord, 'recordId' | 'server' | 'acctSessionId' | 'address'>,
-): Promise<boolean> {
+): Promise<string | null> {
   const earlier = db
     .selectFrom('radius_outbox')
-    .select('record_id')
+    .select((eb) => eb.fn.max('next_attempt_at').as('latest'))
     .where('server', '=', record.server)
-    .where('record_id', '<', record.recordId)
-    .limit(1);
+    .where('record_id', '<', record.recordId);
   // Two look-ups, each along its own index (radius_outbox_session, radius_outbox_address).
-  if ((await earlier.where('acct_session_id', '=', record.acctSessionId).executeTakeFirst()) !== undefined) return true;
-  if (record.address === null) return false;
-  return (await earlier.where('address', '=', record.address).executeTakeFirst()) !== undefined;
+  const ofSession = (await earlier.where('acct_session_id', '=', record.acctSessionId).executeTakeFirst())?.latest;
+  const ofAddress =
+    record.address === null ? null : (await earlier.where('address', '=', record.address).executeTakeFirst())?.latest;
+  const latest = [ofSession, ofAddress].filter((time): time is string => typeof time === 'string').sort();
+  return latest.at(-1) ?? null;
 }
 
 export async function findOutboxRecord(db: Db, recordId: string): Promise<OutboxRecord | undefined> {

@@ -18,7 +18,7 @@ import {
   dueOutboxRecords,
   postponeOutboxRecord,
   removeOutboxRecord,
-  earlierRecordsWaiting,
+  heldBackUntil,
   type OutboxRecord,
 } from '../../storage/radius-outbox.js';
 import { claimInterim, dueInterims } from '../../storage/radius-sessions.js';
@@ -150,10 +150,14 @@ export class RadiusAccountingWorker {
       // Interim-Update sent after its session's Stop (one whose retransmission is due later), or
       // the next session's Start on an address sent before the Stop of the one that had it, would
       // tell a firewall the wrong user is behind the address. The wait is no attempt; the record
-      // is looked at again shortly.
-      if (await earlierRecordsWaiting(db, claimed)) {
-        const again = formatAtom(new Date(clock.now().getTime() + FIRST_RETRY_MS));
-        await postponeOutboxRecord(db, claimed.recordId, token, again, { cutOff: true });
+      // is looked at again once they may have gone (not before their next transmission is due:
+      // a backlog behind a server that is away is not read over and over meanwhile).
+      const heldBack = await heldBackUntil(db, claimed);
+      if (heldBack !== null) {
+        const shortly = formatAtom(new Date(clock.now().getTime() + FIRST_RETRY_MS));
+        await postponeOutboxRecord(db, claimed.recordId, token, heldBack > shortly ? heldBack : shortly, {
+          cutOff: true,
+        });
         return;
       }
       // Sent at least once: a record queued after maxAge (a session the portal saw only after an

@@ -200,7 +200,9 @@ describe('RADIUS accounting through the outbox', () => {
 
   test("the next session's Start on an address waits for the Stop of the session that had it, so the server never leaves the address to the wrong user", async () => {
     const { ctx } = portal.portal;
-    const at = clock.now();
+    // Ten seconds ago: every record below is due at once when queued.
+    const at = new Date(clock.now().getTime() - 10_000);
+    const erinsStopDue = formatAtom(new Date(clock.now().getTime() + 30_000));
     await announce(portal, started('key-erin', 'erin', at));
     await detailRecord(radius, "erin's Start", (record) => record['User-Name'] === 'erin');
     await ctx.events.change(ctx.db, async (trx, record) => {
@@ -213,12 +215,28 @@ describe('RADIUS accounting through the outbox', () => {
       // frank's Start is due at once.
       await trx
         .updateTable('radius_outbox')
-        .set({ attempts: 3, next_attempt_at: formatAtom(new Date(at.getTime() + 30_000)) })
+        .set({ attempts: 3, next_attempt_at: erinsStopDue })
         .where('connection_id', '=', 'key-erin')
         .execute();
     });
-    // Long enough for a Start due at once to reach the server.
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    // frank's Start waits for the next transmission of erin's Stop, without counting an attempt,
+    // and is not looked at every few seconds meanwhile (a backlog behind a server that is away
+    // would be read over and over).
+    const frankWaits = async () =>
+      (
+        await ctx.db
+          .selectFrom('radius_outbox')
+          .select(['next_attempt_at', 'attempts'])
+          .where('connection_id', '=', 'key-frank')
+          .executeTakeFirst()
+      )?.next_attempt_at === erinsStopDue;
+    await until("frank's Start waiting for erin's Stop", frankWaits, 10_000);
+    const [frank] = await ctx.db
+      .selectFrom('radius_outbox')
+      .select('attempts')
+      .where('connection_id', '=', 'key-frank')
+      .execute();
+    assert.equal(Number(frank?.attempts), 0, 'the wait is no attempt');
     clock.advance(31_000);
     await until('the outbox to empty', async () => (await outboxSize()) === 0, 30_000);
     assert.deepEqual(
