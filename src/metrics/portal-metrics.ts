@@ -379,7 +379,7 @@ export class PortalMetrics {
     const registers = [this.registry];
     new Gauge({
       name: 'vpn_portal_syslog_collector_up',
-      help: '1 while the portal is connected to the syslog collector (UDP: its socket is open and no datagram was refused since), else 0; by collector',
+      help: '1 while the portal is connected to the syslog collector and it takes what it is sent (TCP, TLS: 0 from 30 s without taking any of it until it takes the queue again; UDP: its socket is open and no datagram was refused since), else 0; by collector',
       labelNames: ['collector'] as const,
       registers,
       collect() {

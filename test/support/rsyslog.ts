@@ -3,7 +3,9 @@
 // (octet counting), UDP and, with certificates, TLS inputs on free loopback ports. Every message
 // it receives is written as one JSON line of the fields rsyslog parsed (its RFC 5424 parser and
 // mmpstrucdata for the structured data), so a test sees the message as a collector reads it.
-// It can be stopped and started again on the same ports (a collector away and back).
+// It can be stopped and started again on the same ports (a collector away and back), and
+// paused with SIGSTOP (a collector whose system still takes connections and bytes, but that reads
+// nothing) and resumed.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -47,6 +49,10 @@ export interface Rsyslog {
   waitFor(count: number, ms?: number): Promise<ReceivedMessage[]>;
   stop(): Promise<void>;
   start(): Promise<void>;
+  /** SIGSTOP: rsyslogd reads nothing until resumed; its system still accepts connections and fills their buffers. */
+  pause(): void;
+  /** SIGCONT. */
+  resume(): void;
   close(): Promise<void>;
 }
 
@@ -91,6 +97,7 @@ export async function startRsyslog(options: { readonly tls?: boolean } = {}): Pr
     if (running === null || running.exitCode !== null) return;
     const exited = new Promise((resolve) => running.once('exit', resolve));
     running.kill('SIGTERM');
+    running.kill('SIGCONT');
     await exited;
   };
   const received = (): ReceivedMessage[] =>
@@ -120,6 +127,12 @@ export async function startRsyslog(options: { readonly tls?: boolean } = {}): Pr
     },
     stop,
     start,
+    pause() {
+      child?.kill('SIGSTOP');
+    },
+    resume() {
+      child?.kill('SIGCONT');
+    },
     async close() {
       await stop();
       rmSync(dir, { recursive: true, force: true });

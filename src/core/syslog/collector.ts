@@ -4,7 +4,8 @@
 // acknowledgement, so a message the queue cannot hold is dropped and counted, and one the system
 // took just before a connection broke may be lost (one still in the process is sent again on the
 // next connection); RADIUS accounting is the durable channel.
-// A connection is opened when there is something to send and kept open after.
+// A connection is opened when there is something to send and kept open after; one that takes
+// nothing for the stall time is ended as a collector away.
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { lookup } from 'node:dns/promises';
 import { connect as connectTcp, isIP, type Socket } from 'node:net';
@@ -33,9 +34,22 @@ const LONGEST_PAUSE_MS = 30_000;
 const STABLE_MS = 10_000;
 /** A TCP or TLS connection not established within this time failed. */
 const CONNECT_TIMEOUT_MS = 10_000;
+/**
+ * A TCP or TLS connection whose collector took none of the bytes the process holds for it (the
+ * system's buffers full, a write pending) for this long is down: a collector stopped or
+ * overloaded, or a half-open connection (its host gone, a firewall that dropped the flow), which
+ * the system would otherwise keep retrying for some 15 minutes. A collector that reads, however
+ * slowly, takes something well within it.
+ */
+export const STALL_MS = 30_000;
+
+/** Times a test may shorten. */
+export interface SyslogCollectorTiming {
+  readonly stallMs?: number;
+}
 
 export interface SyslogCollectorState {
-  /** Connected (TCP, TLS), or the socket is open and no datagram was refused since (UDP). */
+  /** Connected and not stalled (TCP, TLS), or the socket is open and no datagram was refused since (UDP). */
   readonly up: boolean;
   readonly queued: number;
   /** Messages the system took since the portal started (TCP, TLS: all of their bytes; UDP: the datagram). */
@@ -47,6 +61,8 @@ export interface SyslogCollectorState {
 /** A transport's open channel: takes one message at a time when `ready`. */
 interface Link {
   readonly ready: boolean;
+  /** Messages written that the system has not taken all of yet. */
+  readonly holding: number;
   write(message: string): void;
   close(): Promise<void>;
 }
@@ -54,8 +70,11 @@ interface Link {
 interface LinkEvents {
   /** The link is open and takes messages. */
   up(link: Link): void;
-  /** The link could not open, or broke; it is closed. `unsent`: messages written that never left the process, oldest first. */
-  down(error: Error | null, unsent?: readonly string[]): void;
+  /**
+   * The link could not open, or broke; it is closed. `unsent`: messages written that never left
+   * the process, oldest first; `stalled`: closed for taking nothing within the stall time.
+   */
+  down(error: Error | null, unsent?: readonly string[], stalled?: boolean): void;
   /** The link can take the next message. */
   ready(): void;
   sent(): void;
@@ -79,6 +98,13 @@ export class SyslogCollector {
   #closed = false;
   /** Set while the collector is known to be away: it is logged once, and once when it is back. */
   #away = false;
+  /**
+   * Set when a connection ended for taking nothing within the stall time, until a later one was
+   * open a stall time and took the whole queue (#checkBack): meanwhile the collector counts as
+   * down though a connection is open.
+   */
+  #stalled = false;
+  readonly #stallMs: number;
   /** Set from a drop for a full queue until a message finds room again: the drops are logged once. */
   #full = false;
   #sent = 0;
@@ -87,8 +113,14 @@ export class SyslogCollector {
   /** The header fields and SD-ID of this collector's messages. */
   readonly origin: SyslogOrigin;
 
-  constructor(config: SyslogCollectorConfig, enterpriseNumber: number, logger: Logger) {
+  constructor(
+    config: SyslogCollectorConfig,
+    enterpriseNumber: number,
+    logger: Logger,
+    timing: SyslogCollectorTiming = {},
+  ) {
     this.#config = config;
+    this.#stallMs = timing.stallMs ?? STALL_MS;
     this.origin = {
       facility: config.facility,
       hostname: config.hostname,
@@ -104,7 +136,7 @@ export class SyslogCollector {
 
   get state(): SyslogCollectorState {
     return {
-      up: this.#link !== null,
+      up: this.#link !== null && !this.#stalled,
       queued: this.#queue.length,
       sent: this.#sent,
       dropped: { ...this.#dropped },
@@ -169,15 +201,38 @@ export class SyslogCollector {
     this.#opening = true;
     const events: LinkEvents = {
       up: (link) => this.#up(link),
-      down: (error, unsent) => this.#down(error, unsent),
+      down: (error, unsent, stalled) => this.#down(error, unsent, stalled),
       ready: () => this.#pump(),
-      sent: () => this.#sent++,
+      sent: () => this.#wasSent(),
       sendFailed: (error) => {
         this.#dropped.sendFailed++;
         this.#logger.warn(`a syslog datagram could not be sent: ${error.message}`);
       },
     };
-    openLink(this.#config, events);
+    openLink(this.#config, events, this.#stallMs);
+  }
+
+  #wasSent(): void {
+    this.#sent++;
+    this.#checkBack();
+  }
+
+  /**
+   * After a stall, a connection counts as up once it has been open for the stall time without one
+   * and its system took the whole queue: a collector still stopped is accepted by its system,
+   * which takes bytes until its buffers are full again (as many as before, when messages keep coming).
+   */
+  #checkBack(): void {
+    const link = this.#link;
+    if (!this.#stalled || link === null || elapsedSince(this.#upSince) < this.#stallMs) return;
+    if (this.#queue.length > 0 || link.holding > 0) return;
+    this.#stalled = false;
+    this.#back();
+  }
+
+  #back(): void {
+    if (this.#away) this.#logger.info(`syslog collector reachable again; sending ${this.#queue.length} queued`);
+    this.#away = false;
   }
 
   #up(link: Link): void {
@@ -188,18 +243,22 @@ export class SyslogCollector {
     }
     this.#link = link;
     this.#upSince = monotonicNow();
-    if (this.#away) this.#logger.info(`syslog collector reachable again; sending ${this.#queue.length} queued`);
-    this.#away = false;
+    // After a stall, the collector is back once a connection took the queue (#wasSent), not
+    // when its system accepts one: it is logged once a stall, not once a connection.
+    if (this.#stalled) setTimeout(() => this.#checkBack(), this.#stallMs + 10).unref();
+    else this.#back();
     this.#pump();
   }
 
-  #down(error: Error | null, unsent: readonly string[] = []): void {
+  #down(error: Error | null, unsent: readonly string[] = [], stalled = false): void {
     const wasUp = this.#link !== null;
     this.#link = null;
     this.#opening = false;
     // Ahead of the rest, in their order: they go first on the next connection.
     this.#queue.unshiftAll(unsent);
-    if (wasUp && elapsedSince(this.#upSince) >= STABLE_MS) this.#pauseMs = FIRST_PAUSE_MS;
+    if (stalled) this.#stalled = true;
+    // A connection that stalled lasted long but failed: the pause keeps growing.
+    if (wasUp && !this.#stalled && elapsedSince(this.#upSince) >= STABLE_MS) this.#pauseMs = FIRST_PAUSE_MS;
     if (!this.#away && !this.#closed) {
       this.#logger.warn(
         `syslog collector ${wasUp ? 'connection lost' : 'unreachable'}${error === null ? '' : `: ${messageOf(error)}`}; messages queue (up to ${this.#config.queueSize})`,
@@ -216,25 +275,30 @@ export class SyslogCollector {
   }
 }
 
-function openLink(config: SyslogCollectorConfig, events: LinkEvents): void {
+function openLink(config: SyslogCollectorConfig, events: LinkEvents, stallMs: number): void {
   if (config.transport === 'udp') void openDatagramLink(config, events);
-  else openStreamLink(config, events);
+  else openStreamLink(config, events, stallMs);
 }
 
 /**
  * TCP or TLS: each message framed; the next waits while the socket's buffer is full. A message
  * counts as sent once the system took all of it; what a broken connection still held in the
- * process (its buffer, up to a message past the high-water mark) goes back to the queue.
+ * process (its buffer, up to a message past the high-water mark) goes back to the queue. A
+ * connection that takes nothing of what the process holds for `stallMs` is ended as a stall.
  */
 function openStreamLink(
   config: Extract<SyslogCollectorConfig, { transport: 'tcp' | 'tls' }>,
   events: LinkEvents,
+  stallMs: number,
 ): void {
   let socket: Socket;
   let connected = false;
   let failure: Error | null = null;
+  let stalled = false;
   /** Messages written whose bytes the system has not all taken yet, oldest first (writes complete in order). */
   const unflushed: string[] = [];
+  /** When the system last took a whole message, or the process began to hold one. */
+  let progressAt = monotonicNow();
   if (config.transport === 'tls') {
     const { caPem, serverName } = config;
     socket = connectTls({
@@ -256,13 +320,18 @@ function openStreamLink(
       // Not once the collector ended the connection: a write after that end is lost.
       return connected && socket.writable && !socket.writableNeedDrain;
     },
+    get holding() {
+      return unflushed.length;
+    },
     write(message) {
+      if (unflushed.length === 0) progressAt = monotonicNow();
       unflushed.push(message);
       socket.write(framed(message, config.framing), (error) => {
         // A write still under way when the socket is destroyed is called back without an error,
         // though only part of it may have left: it is sent again (a duplicate at worst, in order).
         if ((error !== null && error !== undefined) || socket.destroyed) return;
         unflushed.shift();
+        progressAt = monotonicNow();
         events.sent();
       });
     },
@@ -274,9 +343,21 @@ function openStreamLink(
         setTimeout(() => socket.destroy(), 2_000).unref();
       }),
   };
+  // Checked a few times a stall time: a stall is noticed within 1.25 times it.
+  const stallCheck = setInterval(
+    () => {
+      if (!connected || unflushed.length === 0 || elapsedSince(progressAt) < stallMs) return;
+      stalled = true;
+      socket.destroy(new Error(`the collector took nothing for ${Math.round(stallMs / 1000)} s`));
+    },
+    Math.max(50, Math.floor(stallMs / 4)),
+  );
+  stallCheck.unref();
   socket.once(config.transport === 'tls' ? 'secureConnect' : 'connect', () => {
     connected = true;
     socket.setTimeout(0);
+    // An idle connection whose collector is gone is noticed by the system's keepalive probes
+    // (after 30 s idle, then at the system's interval); one with bytes pending, by the stall check.
     socket.setKeepAlive(true, 30_000);
     socket.setNoDelay(true);
     events.up(link);
@@ -290,7 +371,8 @@ function openStreamLink(
   socket.on('end', () => socket.end());
   socket.once('close', () => {
     connected = false;
-    events.down(failure, unflushed.splice(0));
+    clearInterval(stallCheck);
+    events.down(failure, unflushed.splice(0), stalled);
   });
 }
 
@@ -328,6 +410,9 @@ async function openDatagramLink(config: SyslogCollectorConfig, events: LinkEvent
   const link: Link = {
     get ready() {
       return open && !inFlight;
+    },
+    get holding() {
+      return inFlight ? 1 : 0;
     },
     write(message) {
       inFlight = true;

@@ -8,7 +8,9 @@
 // A UDP collector whose port refuses datagrams is down, counted and logged.
 // A message sent as a TCP collector ends the connection waits for the next connection, and what a
 // broken connection still held in the process goes first on the next.
-// A collector connected but reading nothing is a stall its dropped messages are logged once for.
+// A collector connected but reading nothing is a stall its dropped messages are logged once for;
+// one that takes none of what the process holds within the stall time is down, its connection
+// ended and its messages sent once it reads again (a real rsyslog stopped with SIGSTOP).
 import assert from 'node:assert/strict';
 import { channel } from 'node:diagnostics_channel';
 import { once } from 'node:events';
@@ -16,7 +18,7 @@ import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { pino } from 'pino';
 import type { SyslogCollectorConfig } from '../../../src/config/portal-config.js';
-import { SyslogCollector } from '../../../src/core/syslog/index.js';
+import { SyslogCollector, type SyslogCollectorTiming } from '../../../src/core/syslog/index.js';
 import { SESSION_TEXT_PATTERN, type SessionRecord } from '../../../src/protocol/syslog.js';
 import { startRsyslog } from '../../support/rsyslog.js';
 import { until } from '../../support/until.js';
@@ -45,9 +47,13 @@ const common = {
   queueSize: 100,
 } as const;
 
-function collector(config: SyslogCollectorConfig, logged: string[] = []): SyslogCollector {
+function collector(
+  config: SyslogCollectorConfig,
+  logged: string[] = [],
+  timing: SyslogCollectorTiming = {},
+): SyslogCollector {
   const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(line) });
-  return new SyslogCollector(config, 32473, logger);
+  return new SyslogCollector(config, 32473, logger, timing);
 }
 
 test('over UDP each message is one datagram that rsyslog parses as RFC 5424 with its structured data', async (t) => {
@@ -377,4 +383,59 @@ test('over TCP a message sent as the collector ends the connection is not writte
   tcp.send('m0');
   await until('the next connection took the message', async () => (connections[1] ?? '') !== '');
   assert.deepEqual(connections, ['m0\n', 'm1\n']);
+});
+
+test('over TCP a collector that takes nothing for the stall time is down within it, and gets every message once it reads again', async (t) => {
+  const rsyslog = await startRsyslog();
+  const logged: string[] = [];
+  const stallMs = 2_000;
+  const tcp = collector(
+    { ...common, transport: 'tcp', framing: 'octet-counting', port: rsyslog.tcpPort, queueSize: 100_000 },
+    logged,
+    { stallMs },
+  );
+  t.after(async () => {
+    rsyslog.resume();
+    await tcp.close(0);
+    await rsyslog.close();
+  });
+  const padding = 'x'.repeat(1_000);
+  let count = 0;
+  tcp.sendSession(record(`s${count++}-${padding}`), new Date());
+  await rsyslog.waitFor(1);
+  assert.equal(tcp.state.up, true);
+
+  // Stopped, as a collector whose host is gone or that reads nothing: its system takes bytes
+  // until the buffers are full, then the process holds them, then the queue.
+  rsyslog.pause();
+  while (tcp.state.queued === 0 && count < 50_000) tcp.sendSession(record(`s${count++}-${padding}`), new Date());
+  for (let index = 0; index < 10; index++) tcp.sendSession(record(`s${count++}-${padding}`), new Date());
+  const holding = performance.now();
+  assert.ok(tcp.state.queued > 0, 'messages queue behind the full buffers');
+  await until('the stalled collector is down', async () => !tcp.state.up, 4 * stallMs);
+  assert.ok(performance.now() - holding <= stallMs * 1.25 + 1_000, 'down within the stall time');
+  const stallLines = () => logged.filter((line) => line.includes(`took nothing for ${stallMs / 1000} s`)).length;
+  assert.equal(stallLines(), 1);
+  // Sessions go on: its system still accepts the next connection, which fills as the last did
+  // (with more than the last took: the system's buffers of a connection grow).
+  const filled = count;
+  for (let index = 0; index < 3 * filled; index++) tcp.sendSession(record(`s${count++}-${padding}`), new Date());
+  const limit = performance.now() + 3 * stallMs;
+  while (performance.now() < limit) {
+    assert.equal(tcp.state.up, false, 'down while the collector reads nothing, whatever its system accepts');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  assert.equal(stallLines(), 1, 'logged once a stall');
+
+  rsyslog.resume();
+  await until(
+    'every message arrived',
+    async () => {
+      const users = new Set(rsyslog.received().map((message) => message.sd['vpnSession@32473']?.['user_id']));
+      return Array.from({ length: count }, (_, index) => `s${index}-${padding}`).every((user) => users.has(user));
+    },
+    60_000,
+  );
+  await until('the collector is up with an empty queue', async () => tcp.state.up && tcp.state.queued === 0, 20_000);
+  assert.ok(logged.some((line) => line.includes('syslog collector reachable again')));
 });
