@@ -10,6 +10,7 @@
 // RFC 5424 has it, only `%`, control characters and line separators percent-encoded.
 
 import type { SyslogFacilityName } from '../config/syslog-facilities.js';
+import { ipAddressFamily, parseIpAddress } from '../net/ip-prefix.js';
 
 /** RFC 5424 §6.2.1 facilities by their usual names. */
 export const SYSLOG_FACILITIES = {
@@ -214,6 +215,13 @@ export interface NatShare {
 /** The message text's hard bound: a firewall's parser reads no further. */
 export const MAX_SESSION_TEXT_BYTES = 2048;
 
+/**
+ * The bound of a whole message, every kind, in UTF-8 bytes: under rsyslog's default
+ * `maxMessageSize` (8 KiB), the smallest of the usual collectors' (syslog-ng's is 64 KiB), which
+ * cut a longer message short, its text's end first.
+ */
+export const MAX_MESSAGE_BYTES = 8000;
+
 /** Longest value the text carries of a field, encoded: the structured data has the whole. */
 const MAX_TEXT_VALUE = 255;
 const MAX_TEXT_ADDRESS = 64;
@@ -322,21 +330,43 @@ export interface SyslogOrigin {
   readonly structuredData: boolean;
 }
 
-/** The whole message of a session start (MSGID `SESSION_START`) or stop (`SESSION_STOP`), at `at`. */
+/**
+ * The whole message of a session start (MSGID `SESSION_START`) or stop (`SESSION_STOP`), at `at`,
+ * at most MAX_MESSAGE_BYTES: usual values make 500–700 bytes, and the header and the text stay
+ * well under the bound whatever they hold; the structured data has every value whole unless the
+ * whole would pass it (hundreds of characters each percent-encoded, a profile id of thousands),
+ * when the longest value is cut to half its characters, between whole ones, until it fits.
+ */
 export function sessionMessage(record: SessionRecord, origin: SyslogOrigin, at: Date): string {
-  return formatSyslogMessage(
-    {
-      facility: origin.facility,
-      severity: 'informational',
-      timestamp: at,
-      hostname: origin.hostname,
-      appName: origin.appName,
-      procId: origin.procId,
-      msgId: record.event === 'start' ? 'SESSION_START' : 'SESSION_STOP',
-    },
-    origin.structuredData ? [sessionElement(record, origin.enterpriseNumber)] : [],
-    sessionText(record),
-  );
+  const header: SyslogHeader = {
+    facility: origin.facility,
+    severity: 'informational',
+    timestamp: at,
+    hostname: origin.hostname,
+    appName: origin.appName,
+    procId: origin.procId,
+    msgId: record.event === 'start' ? 'SESSION_START' : 'SESSION_STOP',
+  };
+  const text = sessionText(record);
+  if (!origin.structuredData) return formatSyslogMessage(header, [], text);
+  const { id } = sessionElement(record, origin.enterpriseNumber);
+  let { params } = sessionElement(record, origin.enterpriseNumber);
+  for (;;) {
+    const message = formatSyslogMessage(header, [{ id, params }], text);
+    if (Buffer.byteLength(message) <= MAX_MESSAGE_BYTES) return message;
+    const longest = params.reduce(
+      (found, [, value], index) =>
+        Buffer.byteLength(escapeParamValue(value)) > Buffer.byteLength(escapeParamValue(params[found]?.[1] ?? ''))
+          ? index
+          : found,
+      0,
+    );
+    const [name, value] = params[longest] as readonly [string, string];
+    const characters = [...value];
+    params = params.map((param, index) =>
+      index === longest ? ([name, characters.slice(0, Math.floor(characters.length / 2)).join('')] as const) : param,
+    );
+  }
 }
 
 /** What a NAT mapping change message says: the node's mapping from `appliedAt` on. */
@@ -350,73 +380,140 @@ export interface NatChangeRecord {
   readonly appliedAt: Date;
 }
 
-/** How much of the text the public addresses may take; the structured data lists them all. */
+/** How much of a message's text its public addresses may take; the structured data lists the same. */
 const MAX_TEXT_PUBLIC_ADDRESSES = 1536;
 
 /**
- * The NAT change text, one line, fields always in this order and always present (`-`: none):
- * `vpn nat change node=0 mode=deterministic public=203.0.113.1,203.0.113.2 ports_per_client=2000
- * applied=2026-11-29T04:00:00.000Z`. The addresses are comma-separated; when they do not fit in
- * 1,536 bytes the list ends in `,+N` (N addresses more, in the structured data).
+ * The public addresses compactly, in numeric order as the mapping takes them: IPv4 addresses in
+ * runs of three or more consecutive ones as `first-last` (a pool of 1,024 in one block is one
+ * range), others one by one; IPv6 addresses, which deterministic NAT does not take, after them
+ * as given.
  */
-export function natChangeText(record: NatChangeRecord): string {
-  let addresses = '';
-  for (const [index, address] of record.publicAddresses.entries()) {
-    const next = addresses === '' ? address : `${addresses},${address}`;
-    if (next.length > MAX_TEXT_PUBLIC_ADDRESSES) {
-      addresses += `,+${record.publicAddresses.length - index}`;
-      break;
-    }
-    addresses = next;
+export function publicAddressRanges(addresses: readonly string[]): string[] {
+  const four = [...new Set(addresses.filter((address) => ipAddressFamily(address) === 4))]
+    .map((address) => parseIpAddress(address).value)
+    .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const ranges: string[] = [];
+  for (let first = 0; first < four.length; ) {
+    let last = first;
+    while (last + 1 < four.length && four[last + 1] === (four[last] as bigint) + 1n) last++;
+    const name = (index: number) => ipv4Text(four[index] as bigint);
+    if (last - first >= 2) ranges.push(`${name(first)}-${name(last)}`);
+    else for (let index = first; index <= last; index++) ranges.push(name(index));
+    first = last + 1;
   }
+  return [...ranges, ...addresses.filter((address) => ipAddressFamily(address) !== 4)];
+}
+
+function ipv4Text(value: bigint): string {
+  return [24n, 16n, 8n, 0n].map((shift) => ((value >> shift) & 0xffn).toString()).join('.');
+}
+
+/** One NAT change message's share of the public addresses: its ranges, and which part of how many it is. */
+export interface NatChangePart {
+  readonly ranges: readonly string[];
+  /** From 1. */
+  readonly part: number;
+  readonly parts: number;
+}
+
+/**
+ * The parts a NAT change is sent in: its address ranges, comma-separated, in pieces of at most
+ * 1,536 bytes, in order, so that each message lists all of its share in the text and the
+ * structured data alike and stays under MAX_MESSAGE_BYTES. A usual pool (one block, or a few
+ * addresses) is one part; 1,024 addresses that make no run at all, eleven.
+ */
+export function natChangeParts(record: NatChangeRecord): NatChangePart[] {
+  const pieces: string[][] = [[]];
+  let length = 0;
+  for (const range of publicAddressRanges(record.publicAddresses)) {
+    const piece = pieces[pieces.length - 1] as string[];
+    const added = piece.length === 0 ? range.length : range.length + 1;
+    if (piece.length > 0 && length + added > MAX_TEXT_PUBLIC_ADDRESSES) {
+      pieces.push([range]);
+      length = range.length;
+    } else {
+      piece.push(range);
+      length += added;
+    }
+  }
+  return pieces.map((ranges, index) => ({ ranges, part: index + 1, parts: pieces.length }));
+}
+
+/**
+ * The NAT change text of one part, one line, fields always in this order and always present
+ * (`-`: none): `vpn nat change node=0 mode=deterministic public=203.0.113.1,203.0.113.8-203.0.113.15
+ * ports_per_client=2000 applied=2026-11-29T04:00:00.000Z part=1/1`. The part's address ranges are
+ * comma-separated.
+ */
+export function natChangeText(record: NatChangeRecord, part: NatChangePart = onlyPart(record)): string {
+  const addresses = part.ranges.join(',');
   const text =
     `vpn nat change node=${record.nodeNumber} mode=${record.mode} public=${addresses === '' ? '-' : addresses}` +
-    ` ports_per_client=${record.portsPerClient ?? '-'} applied=${record.appliedAt.toISOString()}`;
+    ` ports_per_client=${record.portsPerClient ?? '-'} applied=${record.appliedAt.toISOString()}` +
+    ` part=${part.part}/${part.parts}`;
   if (Buffer.byteLength(text) > MAX_SESSION_TEXT_BYTES) throw new RangeError('NAT change text longer than its bound');
   return text;
 }
 
+/** The first part of a change: the whole of one that needs only one. */
+function onlyPart(record: NatChangeRecord): NatChangePart {
+  return natChangeParts(record)[0] as NatChangePart;
+}
+
 /**
  * Parses a NAT change text (the second expression of docs/accountability.md).
- * Groups: 1 node, 2 mode, 3 public addresses, 4 ports per client, 5 applied at.
+ * Groups: 1 node, 2 mode, 3 public addresses, 4 ports per client, 5 applied at, 6 part, 7 parts.
  */
 export const NAT_CHANGE_TEXT_PATTERN =
-  /vpn nat change node=([0-9]+) mode=(none|masquerade|deterministic) public=([^ ]+) ports_per_client=([^ ]+) applied=([^ ]+)$/;
+  /vpn nat change node=([0-9]+) mode=(none|masquerade|deterministic) public=([^ ]+) ports_per_client=([^ ]+) applied=([^ ]+) part=([0-9]+)\/([0-9]+)$/;
 
 /** The SD-ID of the NAT change element: `vpnNat@` the operator's IANA Private Enterprise Number. */
 export function natChangeElementId(enterpriseNumber: number): string {
   return `vpnNat@${enterpriseNumber}`;
 }
 
-/** The structured data of a NAT change: the addresses whole, comma-separated; absent ones left out. */
-export function natChangeElement(record: NatChangeRecord, enterpriseNumber: number): StructuredDataElement {
+/** The structured data of one part of a NAT change: the part's address ranges, comma-separated; absent ones left out. */
+export function natChangeElement(
+  record: NatChangeRecord,
+  enterpriseNumber: number,
+  part: NatChangePart = onlyPart(record),
+): StructuredDataElement {
   const params: [string, string][] = [
     ['node_number', String(record.nodeNumber)],
     ['mode', record.mode],
-    ...(record.publicAddresses.length === 0
-      ? []
-      : [['public_addresses', record.publicAddresses.join(',')] as [string, string]]),
+    ...(part.ranges.length === 0 ? [] : [['public_addresses', part.ranges.join(',')] as [string, string]]),
     ...(record.portsPerClient === null
       ? []
       : [['ports_per_client', String(record.portsPerClient)] as [string, string]]),
     ['applied_at', record.appliedAt.toISOString()],
+    ['part', String(part.part)],
+    ['parts', String(part.parts)],
   ];
   return { id: natChangeElementId(enterpriseNumber), params };
 }
 
-/** The whole message of a NAT mapping change (MSGID `NAT_CHANGE`), at `at`. */
-export function natChangeMessage(record: NatChangeRecord, origin: SyslogOrigin, at: Date): string {
-  return formatSyslogMessage(
-    {
-      facility: origin.facility,
-      severity: 'notice',
-      timestamp: at,
-      hostname: origin.hostname,
-      appName: origin.appName,
-      procId: origin.procId,
-      msgId: 'NAT_CHANGE',
-    },
-    origin.structuredData ? [natChangeElement(record, origin.enterpriseNumber)] : [],
-    natChangeText(record),
-  );
+/**
+ * The messages of a NAT mapping change (MSGID `NAT_CHANGE`), at `at`: one a part
+ * (natChangeParts), in order, each at most MAX_MESSAGE_BYTES.
+ */
+export function natChangeMessages(record: NatChangeRecord, origin: SyslogOrigin, at: Date): string[] {
+  return natChangeParts(record).map((part) => {
+    const message = formatSyslogMessage(
+      {
+        facility: origin.facility,
+        severity: 'notice',
+        timestamp: at,
+        hostname: origin.hostname,
+        appName: origin.appName,
+        procId: origin.procId,
+        msgId: 'NAT_CHANGE',
+      },
+      origin.structuredData ? [natChangeElement(record, origin.enterpriseNumber, part)] : [],
+      natChangeText(record, part),
+    );
+    if (Buffer.byteLength(message) > MAX_MESSAGE_BYTES)
+      throw new RangeError('NAT change message longer than its bound');
+    return message;
+  });
 }

@@ -271,12 +271,14 @@ test('behind a deterministic NAT the sessions name their public address and port
     public_addresses: '203.0.113.1,203.0.113.2',
     ports_per_client: '256',
     applied_at: hourAgo.toISOString(),
+    part: '1',
+    parts: '1',
   });
   assert.deepEqual(
     documentedPattern('nat')
       .exec(change?.msg ?? '')
       ?.slice(1),
-    ['0', 'deterministic', '203.0.113.1,203.0.113.2', '256', hourAgo.toISOString()],
+    ['0', 'deterministic', '203.0.113.1,203.0.113.2', '256', hourAgo.toISOString(), '1', '1'],
   );
   for (const message of [start, stop]) {
     const sd = message?.sd['vpnSession@32473'];
@@ -297,7 +299,7 @@ test('behind a deterministic NAT the sessions name their public address and port
     documentedPattern('nat')
       .exec(masquerade?.msg ?? '')
       ?.slice(1),
-    ['0', 'masquerade', '-', '-', masqueradeFrom.toISOString()],
+    ['0', 'masquerade', '-', '-', masqueradeFrom.toISOString(), '1', '1'],
   );
   assert.equal(masquerade?.sd['vpnNat@32473']?.['public_addresses'], undefined);
   assert.equal(unmapped?.sd['vpnSession@32473']?.['nat_public_ip'], undefined);

@@ -1,12 +1,15 @@
 // RFC 5424 messages as the portal writes them: the header, the escaping of structured data, the
 // octet-counted framing, and the session text a firewall parses with one regular expression
-// (docs/accountability.md). The collector and session tests have a real rsyslog read them.
+// (docs/accountability.md), every message within its bound in bytes (a NAT change in parts where
+// its addresses need them). The collector and session tests have a real rsyslog read them.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
   NAT_CHANGE_TEXT_PATTERN,
-  natChangeMessage,
+  MAX_MESSAGE_BYTES,
+  natChangeMessages,
   natChangeText,
+  publicAddressRanges,
   escapeParamValue,
   formatSyslogMessage,
   MAX_SESSION_TEXT_BYTES,
@@ -87,6 +90,10 @@ test('behind deterministic NAT a session names its public address and port block
   assert.deepEqual(SESSION_TEXT_PATTERN.exec(message)?.slice(10), ['kK3P/ab+cd=', '203.0.113.1', '3024-5023']);
 });
 
+function change(publicAddresses: readonly string[]): NatChangeRecord {
+  return { nodeNumber: 0, mode: 'deterministic', publicAddresses, portsPerClient: 64, appliedAt: at };
+}
+
 test('a NAT mapping change is one message of its own: MSGID NAT_CHANGE at notice, its element and its fixed text', () => {
   const change: NatChangeRecord = {
     nodeNumber: 2,
@@ -96,12 +103,12 @@ test('a NAT mapping change is one message of its own: MSGID NAT_CHANGE at notice
     appliedAt: new Date('2026-11-29T04:00:00.000Z'),
   };
   assert.equal(
-    natChangeMessage(change, origin, at),
+    natChangeMessages(change, origin, at).join('\n'),
     '<85>1 2026-11-29T04:18:20.123Z portal.example.org vpn-portal 4242 NAT_CHANGE ' +
       '[vpnNat@32473 node_number="2" mode="deterministic" public_addresses="203.0.113.1,203.0.113.2" ' +
-      'ports_per_client="2000" applied_at="2026-11-29T04:00:00.000Z"] ' +
+      'ports_per_client="2000" applied_at="2026-11-29T04:00:00.000Z" part="1" parts="1"] ' +
       'vpn nat change node=2 mode=deterministic public=203.0.113.1,203.0.113.2 ports_per_client=2000 ' +
-      'applied=2026-11-29T04:00:00.000Z',
+      'applied=2026-11-29T04:00:00.000Z part=1/1',
   );
   const masquerade = natChangeText({ ...change, mode: 'masquerade', publicAddresses: [], portsPerClient: null });
   assert.deepEqual(NAT_CHANGE_TEXT_PATTERN.exec(masquerade)?.slice(1), [
@@ -110,25 +117,54 @@ test('a NAT mapping change is one message of its own: MSGID NAT_CHANGE at notice
     '-',
     '-',
     '2026-11-29T04:00:00.000Z',
+    '1',
+    '1',
   ]);
 });
 
-test('a NAT change with more public addresses than the text holds ends its list in +N and stays within 2,048 bytes', () => {
-  const publicAddresses = Array.from({ length: 1000 }, (_, index) => `198.18.${index >> 8}.${index & 255}`);
-  const change: NatChangeRecord = {
-    nodeNumber: 0,
-    mode: 'deterministic',
-    publicAddresses,
-    portsPerClient: 64,
-    appliedAt: at,
-  };
-  const text = natChangeText(change);
-  assert.ok(Buffer.byteLength(text) <= MAX_SESSION_TEXT_BYTES, `${Buffer.byteLength(text)} bytes`);
-  const listed = NAT_CHANGE_TEXT_PATTERN.exec(text)?.[3]?.split(',') ?? [];
-  const more = Number(listed.pop()?.replace('+', ''));
-  assert.deepEqual(listed, publicAddresses.slice(0, listed.length));
-  assert.equal(listed.length + more, 1000);
-  assert.ok(natChangeMessage(change, origin, at).includes(`public_addresses="${publicAddresses.join(',')}"`));
+test('a NAT change names runs of three or more consecutive public addresses as ranges, in numeric order', () => {
+  assert.deepEqual(
+    publicAddressRanges(['198.18.0.9', '198.18.0.2', '198.18.0.1', '198.18.0.3', '198.18.0.10', '198.18.0.5']),
+    ['198.18.0.1-198.18.0.3', '198.18.0.5', '198.18.0.9', '198.18.0.10'],
+  );
+  const pool = Array.from({ length: 1024 }, (_, index) => `198.18.${index >> 8}.${index & 255}`);
+  const messages = natChangeMessages({ ...change(pool) }, origin, at);
+  assert.equal(messages.length, 1, 'a pool of 1,024 in one block is one message');
+  assert.match(messages[0] ?? '', / public=198\.18\.0\.0-198\.18\.3\.255 ports_per_client=64 applied=\S+ part=1\/1$/);
+  assert.ok((messages[0] ?? '').includes('public_addresses="198.18.0.0-198.18.3.255"'));
+});
+
+test('a NAT change whose addresses make no ranges is sent in parts, each within the bound, listing in order every address in its text and structured data alike', () => {
+  // 1,024 addresses, every other one: 15 KB of them.
+  const pool = Array.from({ length: 1024 }, (_, index) => `198.18.${index >> 7}.${(index & 127) * 2}`);
+  const messages = natChangeMessages(change(pool), origin, at);
+  assert.ok(messages.length > 1, `${messages.length} parts`);
+  const listed: string[] = [];
+  for (const [index, message] of messages.entries()) {
+    assert.ok(Buffer.byteLength(message) <= MAX_MESSAGE_BYTES, `${Buffer.byteLength(message)} bytes`);
+    const groups = NAT_CHANGE_TEXT_PATTERN.exec(message);
+    assert.deepEqual(groups?.slice(6), [String(index + 1), String(messages.length)]);
+    assert.ok(message.includes(`public_addresses="${groups?.[3]}" ports_per_client="64"`));
+    assert.ok(message.includes(`part="${index + 1}" parts="${messages.length}"`));
+    listed.push(...(groups?.[3]?.split(',') ?? []));
+  }
+  assert.deepEqual(listed, pool);
+});
+
+test('a session message stays within the bound whatever its values hold, cutting the longest values of its structured data only when it must', () => {
+  const usual = sessionMessage(alice, origin, at);
+  assert.ok(Buffer.byteLength(usual) < 1000);
+  assert.ok(usual.includes('user_id="alice@example.org"'));
+  // 255 control characters (six bytes each, encoded), a profile id of 10,000 characters and the longest hostname.
+  const worst = sessionMessage(
+    { ...alice, userId: '\u0085'.repeat(255), profileId: 'p'.repeat(10_000), connectionId: 'c'.repeat(3_000) },
+    { ...origin, hostname: 'h'.repeat(255) },
+    at,
+  );
+  assert.ok(Buffer.byteLength(worst) <= MAX_SESSION_TEXT_BYTES * 4 && Buffer.byteLength(worst) <= MAX_MESSAGE_BYTES);
+  assert.ok(worst.includes(`user_id="${'%C2%85'.repeat(255)}"`), 'the user id whole: the longer values were cut');
+  assert.match(worst, / profile_id="p+" /);
+  assert.equal(SESSION_TEXT_PATTERN.exec(worst)?.[2], '%C2%85'.repeat(42), 'the text as ever');
 });
 
 test('a parameter value escapes ", \\ and ] with a backslash and keeps everything else, UTF-8 included', () => {

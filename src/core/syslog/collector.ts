@@ -14,7 +14,7 @@ import type { Logger } from 'pino';
 import type { SyslogCollectorConfig } from '../../config/portal-config.js';
 import {
   framed,
-  natChangeMessage,
+  natChangeMessages,
   sessionMessage,
   type NatChangeRecord,
   type SessionRecord,
@@ -149,9 +149,9 @@ export class SyslogCollector {
     this.send(sessionMessage(told, this.origin, at));
   }
 
-  /** Queues the message of a node's NAT mapping change, stamped `at`. */
+  /** Queues the messages of a node's NAT mapping change (one unless its addresses need more), stamped `at`. */
   sendNatChange(record: NatChangeRecord, at: Date): void {
-    this.send(natChangeMessage(record, this.origin, at));
+    for (const message of natChangeMessages(record, this.origin, at)) this.send(message);
   }
 
   /** Queues a message for the collector; when the queue is full it is dropped and counted. */
@@ -291,7 +291,7 @@ function openStreamLink(
   events: LinkEvents,
   stallMs: number,
 ): void {
-  let socket: Socket;
+  const socket = connectStream(config);
   let connected = false;
   let failure: Error | null = null;
   let stalled = false;
@@ -299,19 +299,6 @@ function openStreamLink(
   const unflushed: string[] = [];
   /** When the system last took a whole message, or the process began to hold one. */
   let progressAt = monotonicNow();
-  if (config.transport === 'tls') {
-    const { caPem, serverName } = config;
-    socket = connectTls({
-      host: config.host,
-      port: config.port,
-      ca: caPem,
-      // SNI takes names only; the name is checked either way.
-      ...(isIP(serverName) === 0 ? { servername: serverName } : {}),
-      checkServerIdentity: (_host, certificate) => checkServerIdentity(serverName, certificate),
-    });
-  } else {
-    socket = connectTcp({ host: config.host, port: config.port });
-  }
   socket.setTimeout(CONNECT_TIMEOUT_MS, () =>
     socket.destroy(new Error(`no connection within ${CONNECT_TIMEOUT_MS} ms`)),
   );
@@ -374,6 +361,22 @@ function openStreamLink(
     clearInterval(stallCheck);
     events.down(failure, unflushed.splice(0), stalled);
   });
+}
+
+/** The TCP or TLS connection to the collector, being opened; a TLS collector's name is checked against `serverName`. */
+function connectStream(config: Extract<SyslogCollectorConfig, { transport: 'tcp' | 'tls' }>): Socket {
+  if (config.transport === 'tls') {
+    const { caPem, serverName } = config;
+    return connectTls({
+      host: config.host,
+      port: config.port,
+      ca: caPem,
+      // SNI takes names only; the name is checked either way.
+      ...(isIP(serverName) === 0 ? { servername: serverName } : {}),
+      checkServerIdentity: (_host, certificate) => checkServerIdentity(serverName, certificate),
+    });
+  }
+  return connectTcp({ host: config.host, port: config.port });
 }
 
 /** UDP: one datagram a message (RFC 5426), one in flight at a time; a failed send drops it and reopens. */

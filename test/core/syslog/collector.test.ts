@@ -19,7 +19,7 @@ import { test } from 'node:test';
 import { pino } from 'pino';
 import type { SyslogCollectorConfig } from '../../../src/config/portal-config.js';
 import { SyslogCollector, type SyslogCollectorTiming } from '../../../src/core/syslog/index.js';
-import { SESSION_TEXT_PATTERN, type SessionRecord } from '../../../src/protocol/syslog.js';
+import { NAT_CHANGE_TEXT_PATTERN, SESSION_TEXT_PATTERN, type SessionRecord } from '../../../src/protocol/syslog.js';
 import { startRsyslog } from '../../support/rsyslog.js';
 import { until } from '../../support/until.js';
 
@@ -438,4 +438,47 @@ test('over TCP a collector that takes nothing for the stall time is down within 
   );
   await until('the collector is up with an empty queue', async () => tcp.state.up && tcp.state.queued === 0, 20_000);
   assert.ok(logged.some((line) => line.includes('syslog collector reachable again')));
+});
+
+test('rsyslog receives whole, over TCP and UDP, the parts of a NAT change of 1,024 scattered public addresses and a session message of the longest values', async (t) => {
+  const rsyslog = await startRsyslog();
+  const tcp = collector({ ...common, transport: 'tcp', framing: 'octet-counting', port: rsyslog.tcpPort });
+  const udp = collector({ ...common, transport: 'udp', port: rsyslog.udpPort });
+  t.after(async () => {
+    await tcp.close(0);
+    await udp.close(0);
+    await rsyslog.close();
+  });
+  // Every other address of 198.18.0.0/23: no two consecutive, 15 KB of them.
+  const pool = Array.from({ length: 1024 }, (_, index) => `198.18.${index >> 7}.${(index & 127) * 2}`);
+  const nat = { nodeNumber: 3, mode: 'deterministic', publicAddresses: pool, portsPerClient: 64 } as const;
+  const long = { ...record('\u0085'.repeat(255)), profileId: 'p'.repeat(10_000) };
+  const appliedAt = new Date('2026-11-29T04:00:00.000Z');
+  for (const sender of [tcp, udp]) {
+    sender.sendNatChange({ ...nat, appliedAt }, new Date());
+    sender.sendSession(long, new Date());
+  }
+  const parts = Math.ceil((pool.join(',').length + 1) / 1536);
+  const received = await rsyslog.waitFor(2 * (parts + 1));
+  for (const transport of ['tcp', 'udp']) {
+    const messages = received.filter((message) => message.transport === transport);
+    const changes = messages.filter((message) => message.msgId === 'NAT_CHANGE');
+    assert.ok(changes.length > 1, `${transport}: ${changes.length} parts`);
+    const listed = changes.flatMap((message, index) => {
+      const groups = NAT_CHANGE_TEXT_PATTERN.exec(message.msg);
+      assert.deepEqual(groups?.slice(6), [String(index + 1), String(changes.length)], `${transport}: the text's end`);
+      const sd = message.sd['vpnNat@32473'];
+      assert.equal(sd?.['public_addresses'], groups?.[3]);
+      assert.equal(sd?.['parts'], String(changes.length));
+      return groups?.[3]?.split(',') ?? [];
+    });
+    assert.deepEqual(listed, pool, `${transport}: every address, in order`);
+    const session = messages.find((message) => message.msgId === 'SESSION_START');
+    assert.equal(session?.sd['vpnSession@32473']?.['user_id'], '%C2%85'.repeat(255), `${transport}: the user id whole`);
+    assert.equal(
+      SESSION_TEXT_PATTERN.exec(session?.msg ?? '')?.[4],
+      'p'.repeat(255),
+      `${transport}: the text to its end`,
+    );
+  }
 });
