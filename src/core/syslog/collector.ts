@@ -227,7 +227,8 @@ export class SyslogCollector {
     if (!this.#stalled || link === null || elapsedSince(this.#upSince) < this.#stallMs) return;
     if (this.#queue.length > 0 || link.holding > 0) return;
     this.#stalled = false;
-    this.#back();
+    if (this.#away) this.#logger.info('syslog collector reachable again; it took the queue');
+    this.#away = false;
   }
 
   #back(): void {
