@@ -1,6 +1,8 @@
 // `scim.groupProfiles`: a directory group grants its members the profiles it names. A user the
 // directory provisioned who is in no group granting one of those profiles loses that profile's
-// configurations, each as delete_connection deletes it (a receipt each). Profiles no group names
+// configurations, each as delete_connection deletes it (a receipt each), and its enrollment tokens
+// of that profile, as revoke_enrollment_token revokes them (a device could otherwise enroll into
+// the profile afterwards). Profiles no group names
 // are the portal's own business and are left alone, and so are users the directory did not
 // provision.
 //
@@ -18,6 +20,7 @@ import { asConnectionId, type ProfileId, type RevocationId, type UserId } from '
 import { formatAtom } from '../../shared/time.js';
 import { certificatesOfUser } from '../../storage/certificates.js';
 import type { Db } from '../../storage/database.js';
+import { listEnrollmentTokens } from '../../storage/enrollment-tokens.js';
 import { storageOutage } from '../../storage/errors.js';
 import { groupNamesOfScimUser, type ScimGroupMember } from '../../storage/scim-groups.js';
 import {
@@ -30,6 +33,7 @@ import {
 import { peersOfUser } from '../../storage/wg-peers.js';
 import { portalCall } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
+import { revokeEnrollmentToken, tokenState } from '../enrollment/index.js';
 import { deleteConnection } from '../users/index.js';
 import { callForUser } from './call-for-user.js';
 
@@ -147,7 +151,7 @@ export async function applyPendingGroupProfiles(
 }
 
 /**
- * Takes from one user the configurations of mapped profiles no group of theirs grants now; adds
+ * Takes from one user the configurations (and enrollment tokens) of mapped profiles no group of theirs grants now; adds
  * their receipts to `receipts` one by one, so those of a check that fails midway are there too.
  */
 async function checkProfiles(ctx: PortalContext, userId: UserId, receipts: RevocationId[]): Promise<void> {
@@ -161,20 +165,27 @@ async function checkProfiles(ctx: PortalContext, userId: UserId, receipts: Revoc
     (await groupNamesOfScimUser(ctx.db, scimUser.scimId)).flatMap((name) => mapping.get(name) ?? []),
   );
   const lost = (profileId: ProfileId): boolean => mapped.has(profileId) && !granted.has(profileId);
+  const userCtx = callForUser(ctx, userId);
+  // The user's enrollment tokens of those profiles first, so that no device redeeming one
+  // meanwhile makes a configuration after they were read (it is read below, and deleted).
+  const now = ctx.clock.now();
+  const tokens = (await listEnrollmentTokens(ctx.db, { userId })).filter(
+    (token) => lost(token.profileId) && tokenState(token, now) === 'usable',
+  );
+  for (const token of tokens) await revokeEnrollmentToken(userCtx, userId, token.tokenId);
   const connectionIds = [
     ...(await peersOfUser(ctx.db, userId)).filter((peer) => lost(peer.profileId)).map((peer) => peer.publicKey),
     ...(await certificatesOfUser(ctx.db, userId))
       .filter((certificate) => lost(certificate.profileId))
       .map((certificate) => certificate.commonName),
   ];
-  const userCtx = callForUser(ctx, userId);
   for (const connectionId of connectionIds) {
     const receipt = await deleteConnection(userCtx, userId, asConnectionId(connectionId));
     if (receipt !== null) receipts.push(receipt);
   }
-  if (connectionIds.length > 0)
+  if (connectionIds.length > 0 || tokens.length > 0)
     ctx.logger.info(
-      { userId, configurations: connectionIds.length },
-      'configurations of profiles no SCIM group of the user grants deleted',
+      { userId, configurations: connectionIds.length, enrollmentTokens: tokens.length },
+      'configurations and enrollment tokens of profiles no SCIM group of the user grants deleted and revoked',
     );
 }

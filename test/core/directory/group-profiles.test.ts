@@ -21,6 +21,7 @@ import {
 import { asUserId } from '../../../src/shared/ids.js';
 import { clearProfileCheck, noteProfileChecks, pendingProfileChecks } from '../../../src/storage/scim-users.js';
 import { formatAtom } from '../../../src/shared/time.js';
+import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
 import { auditLog, ManualClock } from '../../support/admin-keys.js';
 import { UNREACHABLE_NODE, startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
@@ -215,4 +216,35 @@ test('a check run again gives back nothing and takes nothing more, and the end o
   await noteProfileChecks(db, [erin], 'change-3', formatAtom(clock.now()));
   await clearProfileCheck(db, asUserId('erin'), 'change-2');
   assert.deepEqual(await pendingProfileChecks(db, '9999', null, 10), [{ userId: 'erin', check: 'change-3' }]);
+});
+
+test('a user who leaves the last group granting a profile loses its enrollment tokens of that profile too, so no device enrolls into it afterwards', async (t) => {
+  const { portal, ctx } = await stand(t);
+  const frank = await provision(ctx, portal, 'frank');
+  const guests = await createDirectoryGroup(ctx, { displayName: 'Guests', externalId: null, memberIds: [frank] });
+  await createDirectoryGroup(ctx, { displayName: 'Contractors', externalId: null, memberIds: [frank] });
+  const { enrollment_token: guestsToken } = await portal.admin.enrollmentToken({
+    user_id: 'frank',
+    profile_id: 'guests',
+  });
+  const { enrollment_token: contractorsToken } = await portal.admin.enrollmentToken({
+    user_id: 'frank',
+    profile_id: 'contractors',
+  });
+
+  await replaceDirectoryGroup(ctx, guests.id, { displayName: 'Guests', externalId: null, memberIds: [] });
+  assert.deepEqual(await profilesOf(portal, 'frank'), ['contractors', 'employees']);
+  const states = async () =>
+    Object.fromEntries((await portal.admin.enrollmentTokens('frank')).map((token) => [token.profile_id, token.state]));
+  assert.deepEqual(await states(), { guests: 'revoked', contractors: 'usable' }, 'Contractors still grants its own');
+
+  const enroll = (token: string) =>
+    portal.request(`${portal.portal.url}${portal.portal.ctx.config.basePath}/enroll`, {
+      method: 'POST',
+      body: new URLSearchParams({ enrollment_token: token, public_key: generateWireGuardKeyPair().publicKey }),
+      headers: { accept: 'application/x-wireguard-profile' },
+    });
+  assert.equal((await enroll(guestsToken)).status, 410, 'the revoked token enrolls nothing');
+  assert.deepEqual(await profilesOf(portal, 'frank'), ['contractors', 'employees'], 'no guests configuration is back');
+  assert.equal((await enroll(contractorsToken)).status, 200);
 });
