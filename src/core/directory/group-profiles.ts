@@ -1,8 +1,9 @@
 // `scim.groupProfiles`: a directory group grants its members the profiles it names. A user the
 // directory provisioned who is in no group granting one of those profiles loses that profile's
-// configurations, each as delete_connection deletes it (a receipt each), and its enrollment tokens
-// of that profile, as revoke_enrollment_token revokes them (a device could otherwise enroll into
-// the profile afterwards). Profiles no group names
+// configurations, each as delete_connection deletes it (a receipt each), its managed devices
+// registered in that profile, retired as by retire_device, and its enrollment tokens of that
+// profile, revoked as by revoke_enrollment_token (a device could otherwise enroll into the
+// profile afterwards, by its MDM certificate or a token). Profiles no group names
 // are the portal's own business and are left alone, and so are users the directory did not
 // provision.
 //
@@ -20,6 +21,7 @@ import { asConnectionId, type ProfileId, type RevocationId, type UserId } from '
 import { formatAtom } from '../../shared/time.js';
 import { certificatesOfUser } from '../../storage/certificates.js';
 import type { Db } from '../../storage/database.js';
+import { listStoredDevices } from '../../storage/devices.js';
 import { listEnrollmentTokens } from '../../storage/enrollment-tokens.js';
 import { storageOutage } from '../../storage/errors.js';
 import { groupNamesOfScimUser, type ScimGroupMember } from '../../storage/scim-groups.js';
@@ -33,6 +35,7 @@ import {
 import { peersOfUser } from '../../storage/wg-peers.js';
 import { portalCall } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
+import { retireDevice } from '../devices/index.js';
 import { revokeEnrollmentToken, tokenState } from '../enrollment/index.js';
 import { deleteConnection } from '../users/index.js';
 import { callForUser } from './call-for-user.js';
@@ -51,6 +54,8 @@ export const PENDING_CHECK_GRACE_MS = 5 * 60_000;
  * backlog of a million notes does not hold the checks' lock for an hour.
  */
 export const PENDING_CHECKS_PER_RUN = 5_000;
+/** Managed devices of one user a check reads at most: far more than anyone has. */
+const MAX_DEVICES_OF_USER = 10_000;
 
 /**
  * In a group change's transaction: notes that the profiles of `members` are to be checked.
@@ -151,7 +156,7 @@ export async function applyPendingGroupProfiles(
 }
 
 /**
- * Takes from one user the configurations (and enrollment tokens) of mapped profiles no group of theirs grants now; adds
+ * Takes from one user the configurations (and devices, enrollment tokens) of mapped profiles no group of theirs grants now; adds
  * their receipts to `receipts` one by one, so those of a check that fails midway are there too.
  */
 async function checkProfiles(ctx: PortalContext, userId: UserId, receipts: RevocationId[]): Promise<void> {
@@ -166,6 +171,17 @@ async function checkProfiles(ctx: PortalContext, userId: UserId, receipts: Revoc
   );
   const lost = (profileId: ProfileId): boolean => mapped.has(profileId) && !granted.has(profileId);
   const userCtx = callForUser(ctx, userId);
+  // The user's managed devices of those profiles are retired (their configurations and tokens
+  // with them): left registered, one would enroll into the profile again by its MDM certificate.
+  const devices = (await listStoredDevices(ctx.db, { userId, limit: MAX_DEVICES_OF_USER })).filter(
+    (device) => device.state !== 'retired' && lost(device.profileId),
+  );
+  for (const device of devices) {
+    const { revocationId } = await retireDevice(userCtx, device.deviceId, {
+      reason: `no directory group of the user grants profile "${device.profileId}"`,
+    });
+    if (revocationId !== null) receipts.push(revocationId);
+  }
   // The user's enrollment tokens of those profiles first, so that no device redeeming one
   // meanwhile makes a configuration after they were read (it is read below, and deleted).
   const now = ctx.clock.now();
@@ -183,9 +199,9 @@ async function checkProfiles(ctx: PortalContext, userId: UserId, receipts: Revoc
     const receipt = await deleteConnection(userCtx, userId, asConnectionId(connectionId));
     if (receipt !== null) receipts.push(receipt);
   }
-  if (connectionIds.length > 0 || tokens.length > 0)
+  if (connectionIds.length > 0 || tokens.length > 0 || devices.length > 0)
     ctx.logger.info(
-      { userId, configurations: connectionIds.length, enrollmentTokens: tokens.length },
-      'configurations and enrollment tokens of profiles no SCIM group of the user grants deleted and revoked',
+      { userId, configurations: connectionIds.length, enrollmentTokens: tokens.length, devices: devices.length },
+      'configurations, enrollment tokens and devices of profiles no SCIM group of the user grants deleted, revoked and retired',
     );
 }

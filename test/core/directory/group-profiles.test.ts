@@ -6,6 +6,7 @@
 // that fails midway fails not the change, and is finished by the reconcile pass, by the groups
 // of then, and only ever takes.
 import assert from 'node:assert/strict';
+import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import type { AdminCall } from '../../../src/core/admin-call.js';
 import type { PortalContext } from '../../../src/core/context.js';
@@ -22,12 +23,18 @@ import { asUserId } from '../../../src/shared/ids.js';
 import { clearProfileCheck, noteProfileChecks, pendingProfileChecks } from '../../../src/storage/scim-users.js';
 import { formatAtom } from '../../../src/shared/time.js';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
+import type { PortalConfigFile } from '../../../src/config/schema.js';
 import { auditLog, ManualClock } from '../../support/admin-keys.js';
+import { MdmCa } from '../../support/mdm-ca.js';
 import { UNREACHABLE_NODE, startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
 const MAPPING = { Guests: ['guests'], Visitors: ['guests'], Contractors: ['contractors'] };
 
-async function stand(t: TestContext, clock?: ManualClock): Promise<{ portal: TestPortal; ctx: PortalContext }> {
+async function stand(
+  t: TestContext,
+  clock?: ManualClock,
+  more: Partial<PortalConfigFile> = {},
+): Promise<{ portal: TestPortal; ctx: PortalContext }> {
   const profile = (profileId: string, range: number) => ({
     profileId,
     displayName: profileId,
@@ -40,6 +47,7 @@ async function stand(t: TestContext, clock?: ManualClock): Promise<{ portal: Tes
     config: {
       ProfileList: [profile('employees', 44), profile('guests', 45), profile('contractors', 46)],
       scim: { groupProfiles: MAPPING },
+      ...more,
     },
     ...(clock === undefined ? {} : { clock }),
   });
@@ -247,4 +255,51 @@ test('a user who leaves the last group granting a profile loses its enrollment t
   assert.equal((await enroll(guestsToken)).status, 410, 'the revoked token enrolls nothing');
   assert.deepEqual(await profilesOf(portal, 'frank'), ['contractors', 'employees'], 'no guests configuration is back');
   assert.equal((await enroll(contractorsToken)).status, 200);
+});
+
+test('a managed device registered in a profile its user no longer holds by any group is retired, so its certificate enrolls into it no more', async (t) => {
+  const ca = MdmCa.make();
+  t.after(() => ca.remove());
+  const laptop = ca.device('laptop', { cn: 'laptop', uri: 'urn:mdm:serial:SER-1' });
+  const phone = ca.device('phone', { cn: 'phone', uri: 'urn:mdm:serial:SER-2' });
+  const { portal, ctx } = await stand(t, undefined, {
+    enrollment: {
+      requestsPerMinute: 10_000,
+      clientCertificate: {
+        trustAnchors: [path.join(ca.directory, 'issuing.pem')],
+        deviceId: { from: 'san-uri', prefix: 'urn:mdm:serial:' },
+        trustedProxyList: ['127.0.0.1/32'],
+      },
+    },
+  });
+  const { user } = await createDirectoryUser(ctx, { userName: 'gina', externalId: null, active: true, attributes: {} });
+  const guests = await createDirectoryGroup(ctx, { displayName: 'Guests', externalId: null, memberIds: [user.id] });
+  await createDirectoryGroup(ctx, { displayName: 'Contractors', externalId: null, memberIds: [user.id] });
+  await portal.admin.registerDevice({ user_id: 'gina', profile_id: 'guests', platform: 'macos', serial: 'SER-1' });
+  await portal.admin.registerDevice({ user_id: 'gina', profile_id: 'contractors', platform: 'ios', serial: 'SER-2' });
+  const enroll = (device: typeof laptop) =>
+    portal.request(`${portal.portal.url}${portal.portal.ctx.config.basePath}/enroll`, {
+      method: 'POST',
+      body: new URLSearchParams({ public_key: generateWireGuardKeyPair().publicKey }),
+      headers: {
+        accept: 'application/x-wireguard-profile',
+        'x-ssl-client-cert': encodeURIComponent(device.certificatePem),
+        'x-ssl-client-verify': 'SUCCESS',
+      },
+    });
+  assert.equal((await enroll(laptop)).status, 200);
+  assert.equal((await enroll(phone)).status, 200);
+  assert.deepEqual(await profilesOf(portal, 'gina'), ['contractors', 'guests']);
+
+  const taken = await replaceDirectoryGroup(ctx, guests.id, { displayName: 'Guests', externalId: null, memberIds: [] });
+  assert.equal(taken.revocationIds.length, 1);
+  assert.deepEqual(await profilesOf(portal, 'gina'), ['contractors']);
+  const states = Object.fromEntries(
+    (await portal.admin.devices()).devices.map((device) => [device.profile_id, device.state]),
+  );
+  assert.deepEqual(states, { guests: 'retired', contractors: 'active' }, 'Contractors still grants its own');
+
+  const again = await enroll(laptop);
+  assert.equal(again.status, 403, again.text);
+  assert.deepEqual(await profilesOf(portal, 'gina'), ['contractors'], 'no guests configuration is back');
 });
