@@ -23,6 +23,10 @@ test('an extend whose change comes after the expiry is refused, and the configur
   // The call starts a second before the expiry; its change runs a second after it.
   now = new Date(expiresAt - 1000);
   const ctx = portal.portal.ctx;
+  let extensions = 0;
+  ctx.events.afterCommit((event) => {
+    if (event.type === 'configuration.extended') extensions++;
+  });
   const events = new Proxy(ctx.events, {
     get(target, property, receiver) {
       if (property !== 'change') return Reflect.get(target, property, receiver) as unknown;
@@ -39,10 +43,10 @@ test('an extend whose change comes after the expiry is refused, and the configur
     undefined,
   );
   await assert.rejects(extended, /has expired/);
+  assert.equal(extensions, 0, 'no extension was recorded');
+  // The portal's expiry sweep reads the moved clock too (every few seconds): it may have taken
+  // the expired configuration already. What is left of it kept its expiry.
   const rows = await ctx.db.selectFrom('wg_peers').select('expires_at').execute();
-  assert.deepEqual(
-    rows.map((row) => row.expires_at),
-    [configuration.expires_at],
-    'the expiry did not move',
-  );
+  assert.ok(rows.length <= 1);
+  for (const row of rows) assert.equal(row.expires_at, configuration.expires_at, 'the expiry did not move');
 });
