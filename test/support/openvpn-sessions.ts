@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import type { PortalConfigFile } from '../../src/config/schema.js';
 import { asNodeNumber } from '../../src/shared/ids.js';
-import { UNREACHABLE_NODE, type TestPortal } from './test-portal.js';
+import { UNREACHABLE_NODE, type ApiResponse, type TestPortal } from './test-portal.js';
 
 /** One OpenVPN profile, `employees` (10.60.0.0/24, fd60::/64), on a node nobody answers at. */
 export const openVpnEmployees: Partial<PortalConfigFile> = {
@@ -43,13 +43,16 @@ export async function reportOpenVpnConnect(
   assert.equal(connect.text, 'OK');
 }
 
-/** Node 0 reports that the configuration disconnected. */
-export async function reportOpenVpnDisconnect(
+/**
+ * Node 0 posts a disconnect report of the configuration: `form` over the defaults (profile
+ * `employees`, 10 bytes in, 20 out). The answer, whatever it is.
+ */
+export function postOpenVpnDisconnect(
   portal: TestPortal,
   connectionId: string,
-  addresses: { readonly ip_four: string; readonly ip_six?: string; readonly age_ms?: string },
-): Promise<void> {
-  const disconnect = await portal.request(`${portal.nodeApiUrl}/disconnect`, {
+  form: Readonly<Record<string, string>>,
+): Promise<ApiResponse> {
+  return portal.request(`${portal.nodeApiUrl}/disconnect`, {
     method: 'POST',
     headers: {
       authorization: `Bearer ${portal.portal.ctx.keys.nodeSecret(asNodeNumber(0)) ?? ''}`,
@@ -60,8 +63,17 @@ export async function reportOpenVpnDisconnect(
       common_name: connectionId,
       bytes_in: '10',
       bytes_out: '20',
-      ...addresses,
+      ...form,
     }),
   });
+}
+
+/** Node 0 reports that the configuration disconnected; the portal takes the report. */
+export async function reportOpenVpnDisconnect(
+  portal: TestPortal,
+  connectionId: string,
+  addresses: { readonly ip_four: string; readonly ip_six?: string; readonly age_ms?: string },
+): Promise<void> {
+  const disconnect = await postOpenVpnDisconnect(portal, connectionId, addresses);
   assert.equal(disconnect.status, 200, disconnect.text);
 }

@@ -17,6 +17,7 @@ import { connectionHistory } from '../../../src/storage/connection-log.js';
 import {
   openVpnConfiguration,
   openVpnEmployees,
+  postOpenVpnDisconnect,
   reportOpenVpnConnect,
   reportOpenVpnDisconnect,
 } from '../../support/openvpn-sessions.js';
@@ -379,20 +380,7 @@ test('a disconnect whose recording fails part way leaves the session open, and t
       .execute()
       .then((rows) => rows.filter((row) => row.record.includes('"Stop"')).length);
 
-  const failed = await portal.request(`${portal.nodeApiUrl}/disconnect`, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${ctx.keys.nodeSecret(asNodeNumber(0)) ?? ''}`,
-      'x-node-number': '0',
-    },
-    body: new URLSearchParams({
-      profile_id: 'employees',
-      common_name: commonName,
-      bytes_in: '10',
-      bytes_out: '20',
-      ip_four: '10.60.0.2',
-    }),
-  });
+  const failed = await postOpenVpnDisconnect(portal, commonName, { ip_four: '10.60.0.2' });
   assert.notEqual(failed.status, 200, 'the node is told the report failed, and reports again');
   assert.deepEqual(
     (await connectionHistory(ctx.db, commonName)).map((entry) => entry.disconnectedAt),

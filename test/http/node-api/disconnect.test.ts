@@ -3,9 +3,13 @@
 // 400 and leaves the session open as it was.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { asNodeNumber } from '../../../src/shared/ids.js';
 import { connectionHistory } from '../../../src/storage/connection-log.js';
-import { openVpnConfiguration, openVpnEmployees, reportOpenVpnConnect } from '../../support/openvpn-sessions.js';
+import {
+  openVpnConfiguration,
+  openVpnEmployees,
+  postOpenVpnDisconnect,
+  reportOpenVpnConnect,
+} from '../../support/openvpn-sessions.js';
 import { startTestPortal } from '../../support/test-portal.js';
 
 test('byte counts beyond 2^53 - 1 or not decimal are refused with 400, and the session stays open', async (t) => {
@@ -15,22 +19,9 @@ test('byte counts beyond 2^53 - 1 or not decimal are refused with 400, and the s
   const commonName = await openVpnConfiguration(portal, 'jon');
   await reportOpenVpnConnect(portal, commonName, { originating_ip: '192.0.2.10', ip_four: '10.60.0.2' });
   const disconnect = (bytesIn: string, bytesOut = '1') =>
-    portal
-      .request(`${portal.nodeApiUrl}/disconnect`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${ctx.keys.nodeSecret(asNodeNumber(0)) ?? ''}`,
-          'x-node-number': '0',
-        },
-        body: new URLSearchParams({
-          profile_id: 'employees',
-          common_name: commonName,
-          ip_four: '10.60.0.2',
-          bytes_in: bytesIn,
-          bytes_out: bytesOut,
-        }),
-      })
-      .then((answer) => `${answer.status} ${answer.text}`);
+    postOpenVpnDisconnect(portal, commonName, { ip_four: '10.60.0.2', bytes_in: bytesIn, bytes_out: bytesOut }).then(
+      (answer) => `${answer.status} ${answer.text}`,
+    );
   const history = async () =>
     (await connectionHistory(ctx.db, commonName)).map((entry) => [
       entry.bytesIn,
@@ -55,23 +46,12 @@ test('a connection age that is not a decimal number of milliseconds up to 2^53 -
   const commonName = await openVpnConfiguration(portal, 'noor');
   await reportOpenVpnConnect(portal, commonName, { originating_ip: '192.0.2.10', ip_four: '10.60.0.2' });
   const disconnect = (ageMs: string) =>
-    portal
-      .request(`${portal.nodeApiUrl}/disconnect`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${ctx.keys.nodeSecret(asNodeNumber(0)) ?? ''}`,
-          'x-node-number': '0',
-        },
-        body: new URLSearchParams({
-          profile_id: 'employees',
-          common_name: commonName,
-          ip_four: '10.60.0.2',
-          bytes_in: '1',
-          bytes_out: '1',
-          age_ms: ageMs,
-        }),
-      })
-      .then((answer) => `${answer.status} ${answer.text}`);
+    postOpenVpnDisconnect(portal, commonName, {
+      ip_four: '10.60.0.2',
+      bytes_in: '1',
+      bytes_out: '1',
+      age_ms: ageMs,
+    }).then((answer) => `${answer.status} ${answer.text}`);
 
   for (const age of ['9007199254740992', '-1', '1.5', '1e3', '']) {
     assert.equal(await disconnect(age), '400 {"error":"invalid value for \\"age_ms\\""}', age);
