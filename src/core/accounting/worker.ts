@@ -154,10 +154,8 @@ export class RadiusAccountingWorker {
       // a backlog behind a server that is away is not read over and over meanwhile).
       const heldBack = await heldBackUntil(db, claimed);
       if (heldBack !== null) {
-        const shortly = formatAtom(new Date(clock.now().getTime() + FIRST_RETRY_MS));
-        await postponeOutboxRecord(db, claimed.recordId, token, heldBack > shortly ? heldBack : shortly, {
-          cutOff: true,
-        });
+        const again = new Date(Math.max(Date.parse(heldBack), clock.now().getTime() + FIRST_RETRY_MS));
+        await postponeOutboxRecord(db, claimed.recordId, token, formatAtom(again), { cutOff: true });
         return;
       }
       // Sent at least once: a record queued after maxAge (a session the portal saw only after an
