@@ -28,11 +28,13 @@ const commonName = z.string().refine(isWireGuardKey, 'must be Base64 of 32 bytes
 /** A client's tunnel addresses: plain addresses of their family, without a zone. */
 const ipFourAddress = z.string().refine(isIPv4, 'must be an IPv4 address');
 const ipSixAddress = z.string().refine((value) => isIPv6(value) && !value.includes('%'), 'must be an IPv6 address');
-/** A non-negative safe integer in decimal: what both databases store exactly. */
-const byteCount = z
-  .string()
-  .regex(/^\d{1,16}$/, 'must be a byte count')
-  .refine((value) => Number.isSafeInteger(Number(value)), 'must be at most 2^53 - 1');
+/** A non-negative safe integer in decimal (`what` it counts, for the message): what both databases store exactly. */
+const decimalCount = (what: string) =>
+  z
+    .string()
+    .regex(/^\d{1,16}$/, `must be ${what}`)
+    .refine((value) => Number.isSafeInteger(Number(value)), 'must be at most 2^53 - 1');
+const byteCount = decimalCount('a byte count');
 
 // ---- server_config ----
 
@@ -146,11 +148,7 @@ export const disconnectForm = z.object({
    * that began by then, so a report repeated after the client reconnected ends nothing newer.
    * Left out by older agents (the portal then ends the oldest open session of the address).
    */
-  age_ms: z
-    .string()
-    .regex(/^\d{1,16}$/, 'must be a number of milliseconds')
-    .refine((value) => Number.isSafeInteger(Number(value)), 'must be at most 2^53 - 1')
-    .optional(),
+  age_ms: decimalCount('a number of milliseconds').optional(),
 });
 export type DisconnectForm = z.input<typeof disconnectForm>;
 
