@@ -349,8 +349,8 @@ export function sessionMessage(record: SessionRecord, origin: SyslogOrigin, at: 
   };
   const text = sessionText(record);
   if (!origin.structuredData) return formatSyslogMessage(header, [], text);
-  const { id } = sessionElement(record, origin.enterpriseNumber);
-  let { params } = sessionElement(record, origin.enterpriseNumber);
+  const { id, params: whole } = sessionElement(record, origin.enterpriseNumber);
+  let params = whole;
   for (;;) {
     const message = formatSyslogMessage(header, [{ id, params }], text);
     if (Buffer.byteLength(message) <= MAX_MESSAGE_BYTES) return message;
