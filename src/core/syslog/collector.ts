@@ -173,18 +173,22 @@ export class SyslogCollector {
   /** Stops taking messages, sends what is queued for up to `flushMs`, then closes. */
   async close(flushMs: number): Promise<void> {
     this.#closing = true;
-    if (this.#retry !== null) clearTimeout(this.#retry);
-    this.#retry = null;
+    this.#cancelRetry();
     const flush = deadlineIn(flushMs);
     // A connection being opened (the first message, or one just sent) is waited for too.
     while ((this.#link !== null || this.#opening) && this.#queue.length > 0 && !flush.passed())
       await new Promise((resolve) => setTimeout(resolve, 20));
     this.#closed = true;
-    if (this.#retry !== null) clearTimeout(this.#retry);
-    this.#retry = null;
+    // One a connection that broke during the flush scheduled.
+    this.#cancelRetry();
     const link = this.#link;
     this.#link = null;
     await link?.close();
+  }
+
+  #cancelRetry(): void {
+    if (this.#retry !== null) clearTimeout(this.#retry);
+    this.#retry = null;
   }
 
   #pump(): void {
