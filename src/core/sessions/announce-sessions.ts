@@ -44,12 +44,12 @@ export async function announceSessions(
  * An end without its start's record has no row to tell: it stays.
  */
 async function withoutRepeats(trx: Db, events: readonly PortalEvent[]): Promise<readonly PortalEvent[]> {
-  const connections = events.flatMap((event) =>
-    (event.type === 'session.ended' && event.session !== null) ||
-    (event.type === 'session.started' && event.configuration.vpnProto === 'wireguard')
-      ? [event.type === 'session.ended' ? event.connectionId : event.configuration.connectionId]
-      : [],
-  );
+  const connections = events.flatMap((event) => {
+    if (event.type === 'session.ended') return event.session === null ? [] : [event.connectionId];
+    if (event.type === 'session.started' && event.configuration.vpnProto === 'wireguard')
+      return [event.configuration.connectionId];
+    return [];
+  });
   if (connections.length === 0) return events;
   const open = await lockOpenSessionRows(trx, connections);
   const openRows = new Set(open.map(rowKey));
