@@ -55,6 +55,26 @@ async function portalWithEmptyNode(t: TestContext) {
   return { portal, commonName, history, later, clock };
 }
 
+/**
+ * A portal with the OpenVPN profile on a clock the test moves (`later`), one configuration of
+ * `userId`, and the session ends it published.
+ */
+async function openVpnPortalOnOwnClock(t: TestContext, userId: string) {
+  let now = new Date();
+  const portal = await startTestPortal({ config: openVpnEmployees, clock: { now: () => now } });
+  t.after(() => portal.close());
+  const ctx = portal.portal.ctx;
+  const ended: PortalEvent[] = [];
+  ctx.events.afterCommit((event) => {
+    if (event.type === 'session.ended') ended.push(event);
+  });
+  const commonName = await openVpnConfiguration(portal, userId);
+  const later = (ms: number) => {
+    now = new Date(now.getTime() + ms);
+  };
+  return { portal, ctx, ended, commonName, later };
+}
+
 test('a reconcile pass ends the OpenVPN sessions the node no longer lists, once they are a minute old and missed for 30 s, and only those', async (t) => {
   const { portal, commonName, history, later, clock } = await portalWithEmptyNode(t);
   const ended = async () => (await history()).map((entry) => [entry.ipFour, entry.disconnectedAt !== null] as const);
@@ -188,26 +208,15 @@ test('a disconnect of no open session on this node answers OK and announces no s
 });
 
 test("a late disconnect report of a client's old connection ends that one, not its newer connection on the same address", async (t) => {
-  let now = new Date();
-  const portal = await startTestPortal({ config: openVpnEmployees, clock: { now: () => now } });
-  t.after(() => portal.close());
-  const ctx = portal.portal.ctx;
-  const ended: PortalEvent[] = [];
-  ctx.events.afterCommit((event) => {
-    if (event.type === 'session.ended') ended.push(event);
-  });
-  const commonName = await openVpnConfiguration(portal, 'jona');
-  const later = () => {
-    now = new Date(now.getTime() + 5_000);
-  };
+  const { portal, ctx, ended, commonName, later } = await openVpnPortalOnOwnClock(t, 'jona');
 
   // The client left and came back at once: the node gave the freed address to its new
   // connection, whose connect reached the portal before the old connection's end (a report
   // retried after a failure, or taken by another portal instance).
   await reportOpenVpnConnect(portal, commonName, { originating_ip: '192.0.2.10', ip_four: '10.60.0.2' });
-  later();
+  later(5_000);
   await reportOpenVpnConnect(portal, commonName, { originating_ip: '198.51.100.20', ip_four: '10.60.0.2' });
-  later();
+  later(5_000);
   await reportOpenVpnDisconnect(portal, commonName, { ip_four: '10.60.0.2' });
   await new Promise((resolve) => setImmediate(resolve));
 
@@ -228,18 +237,7 @@ test("a late disconnect report of a client's old connection ends that one, not i
 });
 
 test('a disconnect report repeated after its connection ended and the client connected again on the same address leaves the new session open', async (t) => {
-  let now = new Date();
-  const portal = await startTestPortal({ config: openVpnEmployees, clock: { now: () => now } });
-  t.after(() => portal.close());
-  const ctx = portal.portal.ctx;
-  const ended: PortalEvent[] = [];
-  ctx.events.afterCommit((event) => {
-    if (event.type === 'session.ended') ended.push(event);
-  });
-  const commonName = await openVpnConfiguration(portal, 'pia');
-  const later = (ms: number) => {
-    now = new Date(now.getTime() + ms);
-  };
+  const { portal, ctx, ended, commonName, later } = await openVpnPortalOnOwnClock(t, 'pia');
 
   await reportOpenVpnConnect(portal, commonName, { originating_ip: '192.0.2.10', ip_four: '10.60.0.2' });
   later(60_000);
@@ -268,14 +266,7 @@ test('a disconnect report repeated after its connection ended and the client con
 });
 
 test('a disconnect report with the connection’s age ends the session it names however long the connection lasted, also when an older one is open on the address', async (t) => {
-  let now = new Date();
-  const portal = await startTestPortal({ config: openVpnEmployees, clock: { now: () => now } });
-  t.after(() => portal.close());
-  const ctx = portal.portal.ctx;
-  const commonName = await openVpnConfiguration(portal, 'ravi');
-  const later = (ms: number) => {
-    now = new Date(now.getTime() + ms);
-  };
+  const { portal, ctx, commonName, later } = await openVpnPortalOnOwnClock(t, 'ravi');
 
   // The portal recorded each start a little before the node heard its answer and began counting.
   await reportOpenVpnConnect(portal, commonName, { originating_ip: '192.0.2.10', ip_four: '10.60.0.2' });
