@@ -181,7 +181,9 @@ export const nodeAgentConfigSchema = z.strictObject({
         .min(1)
         .max(100_000)
         .default(1000)
-        .describe('Concurrent WireGuard-over-TCP tunnels; one more is answered 503.'),
+        .describe(
+          'Concurrent WireGuard-over-TCP tunnels; one more takes the place of the oldest tunnel WireGuard has not answered yet, and is answered 503 when WireGuard answered them all.',
+        ),
       // Longer than WireGuard's 120 s rekey and 25 s keep-alive, so only a gone device times out.
       idleTimeoutSeconds: z
         .number()

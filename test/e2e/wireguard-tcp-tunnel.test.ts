@@ -7,6 +7,7 @@
 // the connection, and RADIUS accounting names the device, not the relay, as its Calling-Station-Id.
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +21,8 @@ import { parseWireGuardFile } from '../support/wireguard-file.js';
 const GATEWAY = '198.19.45.1';
 const RELAY_PORT = 51821;
 const UOTLV_CLIENT = fileURLToPath(new URL('../support/uotlv-client-main.ts', import.meta.url));
+const UOTLV_JUNK = fileURLToPath(new URL('../support/uotlv-junk-main.ts', import.meta.url));
+const MAX_TUNNELS = 10;
 
 describe('a device behind a UDP-blocking network reaches the node with WireGuard over TCP', () => {
   let lab: TunnelLab;
@@ -27,6 +30,8 @@ describe('a device behind a UDP-blocking network reaches the node with WireGuard
   let nodeAddress: string;
   let proxyEndpoint: string;
   let tcpDevice: { interfaceName: string; publicKey: string } | null = null;
+  /** The device's ProxyGuard client, once started. */
+  let proxyGuardClient: ChildProcess | null = null;
   let radius: FreeRadius;
   let secretFolder: string;
 
@@ -52,6 +57,13 @@ describe('a device behind a UDP-blocking network reaches the node with WireGuard
   const wgQuickUp = (file: string) =>
     lab.client.exec('wg-quick', ['up', file], { env: { WG_QUICK_USERSPACE_IMPLEMENTATION: 'wireguard-go' } });
 
+  const startProxyGuardClient = (): ChildProcess =>
+    lab.client.spawn(process.execPath, ['--import', 'tsx', UOTLV_CLIENT, '127.0.0.1:51820', proxyEndpoint]);
+  const relayTunnels = async (): Promise<number> => {
+    const metrics = await (await fetch(`${lab.nodeUrl.replace(/:41194$/, ':9467')}/metrics`)).text();
+    return Number(/^vpn_node_proxyguard_tunnels (\d+)$/m.exec(metrics)?.[1]);
+  };
+
   before(async () => {
     radius = await startFreeRadius();
     secretFolder = await mkdtemp(join(tmpdir(), 'radius-secret-'));
@@ -66,7 +78,7 @@ describe('a device behind a UDP-blocking network reaches the node with WireGuard
         WireGuard: { enableProxy: true, proxyUrl: `http://${nodeAddressForClient}:${RELAY_PORT}/proxyguard` },
       }),
       agentConfig: ({ nodeAddressForClient, nodeAddressForPortal }) => ({
-        ProxyGuard: { listen: { host: nodeAddressForClient, port: RELAY_PORT }, maxTunnels: 10 },
+        ProxyGuard: { listen: { host: nodeAddressForClient, port: RELAY_PORT }, maxTunnels: MAX_TUNNELS },
         metrics: { listen: `${nodeAddressForPortal}:9467` },
       }),
     });
@@ -121,13 +133,7 @@ describe('a device behind a UDP-blocking network reaches the node with WireGuard
 
   test('behind the ProxyGuard client, pings to the node come back, over TCP only', async () => {
     assert.ok(tcpDevice !== null, 'the TCP file was created');
-    const proxyGuardClient: ChildProcess = lab.client.spawn(process.execPath, [
-      '--import',
-      'tsx',
-      UOTLV_CLIENT,
-      '127.0.0.1:51820',
-      proxyEndpoint,
-    ]);
+    proxyGuardClient = startProxyGuardClient();
     await readyLine(proxyGuardClient);
 
     const droppedBefore = await droppedUdpPackets();
@@ -143,8 +149,7 @@ describe('a device behind a UDP-blocking network reaches the node with WireGuard
       `( sport = :${RELAY_PORT} )`,
     ]);
     assert.equal(tunnels.trim().split('\n').filter(Boolean).length, 1, `one TCP connection to the relay: ${tunnels}`);
-    const metrics = await (await fetch(`${lab.nodeUrl.replace(/:41194$/, ':9467')}/metrics`)).text();
-    assert.match(metrics, /^vpn_node_proxyguard_tunnels 1$/m, 'the agent counts the open tunnel');
+    assert.equal(await relayTunnels(), 1, 'the agent counts the open tunnel');
   });
 
   test('the portal lists the TCP connection as online', async () => {
@@ -167,7 +172,48 @@ describe('a device behind a UDP-blocking network reaches the node with WireGuard
     const start = await detailRecord(radius, 'the Start', (record) => record['Acct-Status-Type'] === 'Start');
     assert.equal(start['Calling-Station-Id'], lab.clientAddress, 'the device as the relay saw it');
   });
+
+  test('a device whose tunnel closed gets a new one while tunnels WireGuard cannot authenticate fill every place of the relay, and its pings come back', async () => {
+    assert.ok(tcpDevice !== null && proxyGuardClient !== null, 'the TCP device is up');
+    // The device's tunnel goes, as on a network change: its ProxyGuard client stops.
+    proxyGuardClient.kill('SIGTERM');
+    await once(proxyGuardClient, 'exit');
+    for (let waited = 0; (await relayTunnels()) !== 0; waited += 100) {
+      assert.ok(waited < 10_000, 'the relay sees the tunnel closed');
+      await sleep(100);
+    }
+
+    // Someone who is no peer opens more tunnels than the relay holds, each sending junk that
+    // the node's real WireGuard drops unanswered: each takes the place of the oldest.
+    const junk = lab.client.spawn(process.execPath, ['--import', 'tsx', UOTLV_JUNK, proxyEndpoint, '25']);
+    try {
+      const tried = JSON.parse(await firstLine(junk)) as { opened: number; refused: number };
+      assert.deepEqual(tried, { opened: 25, refused: 0 }, 'a full relay of unanswered tunnels still takes a new one');
+      assert.equal(await relayTunnels(), MAX_TUNNELS, 'the relay is full');
+
+      proxyGuardClient = startProxyGuardClient();
+      await readyLine(proxyGuardClient);
+      assert.ok(await lab.ping(30, GATEWAY), 'ping through the new TCP tunnel');
+      assert.equal(await relayTunnels(), MAX_TUNNELS, 'the device took the place of a junk tunnel');
+    } finally {
+      junk.kill('SIGTERM');
+    }
+  });
 });
+
+/** The first line a child process prints (within 30 s). */
+async function firstLine(child: ChildProcess): Promise<string> {
+  let output = '';
+  let errors = '';
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (errors += chunk));
+  for (let waited = 0; !output.includes('\n'); waited += 50) {
+    assert.ok(child.exitCode === null, `the process is running: ${errors}`);
+    assert.ok(waited < 30_000, `a line within 30 s: ${output}${errors}`);
+    await sleep(50);
+  }
+  return output.slice(0, output.indexOf('\n'));
+}
 
 /** Resolves when the test ProxyGuard client prints "ready" (its UDP port bound, its tunnel open). */
 async function readyLine(child: ChildProcess): Promise<void> {

@@ -2,7 +2,9 @@
 // behind the site's TLS reverse proxy. `GET <path>` with `Connection: Upgrade` and
 // `Upgrade: UoTLV/1` is answered `101 Switching Protocols`, and the connection becomes a tunnel
 // to the local WireGuard port (tunnel.ts). Anything else gets a plain-text HTTP
-// error and is closed. At most `maxTunnels` tunnels at once; one more is answered 503.
+// error and is closed. At most `maxTunnels` tunnels at once: one more takes the place of the
+// oldest tunnel WireGuard has not answered yet, and is answered 503 when WireGuard answered
+// every one, so whoever opens tunnels it cannot authenticate never locks out real clients.
 // Each tunnel's client is remembered by the address WireGuard sees it as (originOf): the TCP
 // peer, or behind a trusted reverse proxy the client that proxy names (forwarded-for.ts), and
 // still for a while after the tunnel ended (EndedPorts), a while in which no new tunnel takes
@@ -53,6 +55,8 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
 const REFUSAL_LINGER_MS = 2_000;
 /** A trusted proxy's malformed X-Forwarded-For is named in the log at most this often. */
 const MALFORMED_WARNING_INTERVAL_MS = 60_000;
+/** Tunnels evicted for a new one are named in the log at most this often. */
+const TUNNEL_EVICTION_WARNING_INTERVAL_MS = 60_000;
 /**
  * How long a tunnel's client stays named for its UDP port after the tunnel ended. WireGuard's
  * last packets, and the node's session and NAT accounting, can still name that port shortly
@@ -68,6 +72,8 @@ export class ProxyGuardRelay {
   readonly #limits: TunnelLimits;
   readonly #logger: Logger;
   readonly #tunnels = new Set<ProxyGuardTunnel>();
+  /** Tunnels WireGuard has not sent a datagram to yet, oldest first: the ones a new tunnel may replace. */
+  readonly #unanswered = new Set<ProxyGuardTunnel>();
   /** What tunnels measure idleness on: their clients kept sending while the agent stood still. */
   readonly #awake = new AwakeClock();
   /** Local port of each tunnel's UDP socket (what WireGuard sees as the peer's endpoint) → the client's address. */
@@ -83,6 +89,7 @@ export class ProxyGuardRelay {
   #closing: Promise<void> | null = null;
   #warnedFull = false;
   readonly #malformedWarnings = new AtMostEvery(MALFORMED_WARNING_INTERVAL_MS);
+  readonly #evictionWarnings = new AtMostEvery(TUNNEL_EVICTION_WARNING_INTERVAL_MS);
 
   private constructor(server: Server, options: ProxyGuardRelayOptions) {
     this.#server = server;
@@ -225,6 +232,7 @@ export class ProxyGuardRelay {
       refuseRaw(socket, 503, 'the relay is shutting down', { 'retry-after': '5' });
       return;
     }
+    if (this.tunnelCount >= this.#options.maxTunnels) this.#evictOldestUnanswered();
     if (this.tunnelCount >= this.#options.maxTunnels) {
       if (!this.#warnedFull)
         this.#logger.warn(
@@ -266,16 +274,35 @@ export class ProxyGuardRelay {
       limits: this.#limits,
       awakeMs: () => this.#awake.now(),
       logger: this.#logger,
+      onAnswered: () => this.#unanswered.delete(tunnel),
       onEnd: () => {
         this.#tunnels.delete(tunnel);
+        this.#unanswered.delete(tunnel);
         this.#origins.delete(localPort);
         this.#endedPorts.add(localPort, remote);
         if (this.tunnelCount < this.#options.maxTunnels) this.#warnedFull = false;
       },
     });
     this.#tunnels.add(tunnel);
+    this.#unanswered.add(tunnel);
     this.#logger.debug({ tunnels: this.tunnelCount, remote }, 'ProxyGuard tunnel opened');
     tunnel.start(head);
+  }
+
+  /**
+   * The relay is full: the oldest tunnel WireGuard has not answered yet gives its place. A real
+   * client's handshake is answered within a round trip, so such a tunnel is most likely junk
+   * that would hold its place until answerTimeoutMs; a real client evicted so retries at once.
+   */
+  #evictOldestUnanswered(): void {
+    const [oldest] = this.#unanswered;
+    if (oldest === undefined) return;
+    if (this.#evictionWarnings.allow())
+      this.#logger.warn(
+        { maxTunnels: this.#options.maxTunnels, unanswered: this.#unanswered.size },
+        'ProxyGuard: tunnel limit reached; a new tunnel takes the place of the oldest one WireGuard has not answered',
+      );
+    oldest.end('evicted');
   }
 
   /**

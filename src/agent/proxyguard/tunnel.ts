@@ -39,7 +39,9 @@ export type TunnelEndReason =
   | 'unanswered'
   | 'stalled'
   | 'socket-error'
-  | 'relay-closing';
+  | 'relay-closing'
+  /** The relay was full and needed the place of a tunnel WireGuard has not answered yet. */
+  | 'evicted';
 
 /** Datagrams to WireGuard queued in the UDP socket beyond this are dropped. */
 const MAX_UDP_SEND_QUEUE = 1024;
@@ -74,6 +76,7 @@ export class ProxyGuardTunnel {
   readonly #limits: TunnelLimits;
   readonly #logger: Logger;
   readonly #onEnd: (reason: TunnelEndReason) => void;
+  readonly #onAnswered: () => void;
   readonly #decoder = new FrameDecoder();
   #ended = false;
   #stallTimer: NodeJS.Timeout | null = null;
@@ -96,6 +99,8 @@ export class ProxyGuardTunnel {
     readonly awakeMs: () => number;
     readonly logger: Logger;
     readonly onEnd: (reason: TunnelEndReason) => void;
+    /** WireGuard sent its first datagram: the client proved itself a peer (a handshake answered). */
+    readonly onAnswered?: () => void;
   }) {
     this.#socket = options.socket;
     this.#udp = options.udp;
@@ -103,6 +108,7 @@ export class ProxyGuardTunnel {
     this.#awakeMs = options.awakeMs;
     this.#logger = options.logger;
     this.#onEnd = options.onEnd;
+    this.#onAnswered = options.onAnswered ?? (() => {});
   }
 
   /** Starts relaying; `head` holds bytes the client sent right behind its request (already frames). */
@@ -173,7 +179,9 @@ export class ProxyGuardTunnel {
   #fromWireGuard(datagram: Buffer): void {
     // WireGuard never sends an empty datagram, and an empty frame would be a protocol error.
     if (this.#ended || datagram.length === 0) return;
+    const first = this.#lastFromWireGuardMs === null;
     this.#lastFromWireGuardMs = this.#awakeMs();
+    if (first) this.#onAnswered();
     if (this.#isBacklogged()) {
       this.#droppedToClient += 1;
       this.#stallTimer ??= setTimeout(() => {

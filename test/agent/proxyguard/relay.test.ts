@@ -548,6 +548,36 @@ describe('tunnels that WireGuard does not answer', () => {
     await assertEchoes(next, 'next', 'the junk tunnel no longer holds a place');
   });
 
+  test('when the relay is full, a new tunnel takes the place of the oldest one WireGuard has not answered, so tunnels of junk never lock out a real client', async (t) => {
+    const relay = await startRelay(t, await startTargetDroppingJunk(t), { maxTunnels: 3 });
+    const real = await tunnelTo(t, relay);
+    await assertEchoes(real, 'handshake', 'WireGuard answers the real client');
+    const olderJunk = await tunnelTo(t, relay);
+    sendJunk(t, olderJunk);
+    const newerJunk = await tunnelTo(t, relay);
+    sendJunk(t, newerJunk);
+    assert.equal(relay.tunnelCount, 3, 'the relay is full');
+
+    const arriving = await tunnelTo(t, relay);
+    await assertEchoes(arriving, 'my handshake', 'a real client arriving at a full relay gets a tunnel');
+    await within(olderJunk.closed, 'the oldest unanswered tunnel gave its place', 1_000);
+    assert.equal(newerJunk.socket.destroyed, false, 'the newer unanswered tunnel keeps its place');
+    await assertEchoes(real, 'still here', 'an answered tunnel is never taken');
+
+    // Answered by WireGuard, all three: a fourth is refused, and no answered tunnel is taken.
+    newerJunk.socket.destroy();
+    await waitUntil(() => relay.tunnelCount === 2, 'the junk tunnel is gone');
+    const third = await tunnelTo(t, relay);
+    await assertEchoes(third, 'handshake', 'WireGuard answers the third client');
+    await assert.rejects(openUotlvTunnel(endpointOf(relay)), (error: unknown) => {
+      assert.ok(error instanceof UpgradeRefused, `a refusal, not ${String(error)}`);
+      assert.equal(error.status, 503);
+      return true;
+    });
+    for (const tunnel of [real, arriving, third])
+      await assertEchoes(tunnel, 'unaffected', 'every answered tunnel stays');
+  });
+
   test('after a real exchange, frames WireGuard drops do not keep a tunnel past the idle timeout; traffic both ways does', async (t) => {
     const relay = await startRelay(t, await startTargetDroppingJunk(t), { idleTimeoutMs: 500 });
     const junk = await tunnelTo(t, relay);
@@ -607,10 +637,12 @@ describe('many tunnels', () => {
     await assertEchoes(tunnel, 'reachable again', 'the relay still serves once WireGuard can be reached');
   });
 
-  test('beyond maxTunnels a new tunnel is refused with 503 until one closes', async (t) => {
+  test('beyond maxTunnels tunnels WireGuard answered, a new tunnel is refused with 503 until one closes', async (t) => {
     const target = await startEchoTarget(t);
     const relay = await startRelay(t, target.port, { maxTunnels: 3 });
     const open = await Promise.all([tunnelTo(t, relay), tunnelTo(t, relay), tunnelTo(t, relay)]);
+    for (const [index, tunnel] of open.entries())
+      await assertEchoes(tunnel, 'handshake', `tunnel ${index} is answered`);
 
     await assert.rejects(openUotlvTunnel(endpointOf(relay)), (error: unknown) => {
       assert.ok(error instanceof UpgradeRefused, `a refusal, not ${String(error)}`);
