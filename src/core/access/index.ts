@@ -2,5 +2,6 @@
 export * from './admin-key-calls.js';
 export * from './admin-keys.js';
 export * from './audit.js';
+export * from './group-grants.js';
 export * from './profile-reach.js';
 export * from './oidc-grant.js';

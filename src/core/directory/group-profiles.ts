@@ -17,22 +17,22 @@
 // never give back what was taken (a revocation is final), nor go by memberships a later change
 // replaced.
 import { randomUUID } from 'node:crypto';
-import { asConnectionId, type ProfileId, type RevocationId, type UserId } from '../../shared/ids.js';
+import { asConnectionId, type RevocationId, type UserId } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
 import { certificatesOfUser } from '../../storage/certificates.js';
 import type { Db } from '../../storage/database.js';
 import { listStoredDevices } from '../../storage/devices.js';
 import { listEnrollmentTokens } from '../../storage/enrollment-tokens.js';
 import { storageOutage } from '../../storage/errors.js';
-import { groupNamesOfScimUser, type ScimGroupMember } from '../../storage/scim-groups.js';
+import type { ScimGroupMember } from '../../storage/scim-groups.js';
 import {
   clearProfileCheck,
   dateProfileChecks,
-  findScimUserOfUser,
   noteProfileChecks,
   pendingProfileChecks,
 } from '../../storage/scim-users.js';
 import { peersOfUser } from '../../storage/wg-peers.js';
+import { groupGrantsOfUser } from '../access/index.js';
 import { portalCall } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
 import { retireDevice } from '../devices/index.js';
@@ -160,16 +160,11 @@ export async function applyPendingGroupProfiles(
  * their receipts to `receipts` one by one, so those of a check that fails midway are there too.
  */
 async function checkProfiles(ctx: PortalContext, userId: UserId, receipts: RevocationId[]): Promise<void> {
-  const mapping = ctx.config.scim.groupProfiles;
-  if (mapping.size === 0) return;
-  // Destroyed meanwhile (by the directory or an administrator): nothing left to take.
-  const scimUser = await findScimUserOfUser(ctx.db, userId);
-  if (scimUser === undefined) return;
-  const mapped = new Set([...mapping.values()].flat());
-  const granted = new Set(
-    (await groupNamesOfScimUser(ctx.db, scimUser.scimId)).flatMap((name) => mapping.get(name) ?? []),
-  );
-  const lost = (profileId: ProfileId): boolean => mapped.has(profileId) && !granted.has(profileId);
+  // Undefined also when the user was destroyed meanwhile (by the directory or an administrator):
+  // nothing left to take.
+  const grants = await groupGrantsOfUser(ctx.db, ctx.config.scim.groupProfiles, userId);
+  if (grants === undefined) return;
+  const lost = grants.withholds;
   const userCtx = callForUser(ctx, userId);
   // The user's managed devices of those profiles are retired (their configurations and tokens
   // with them): left registered, one would enroll into the profile again by its MDM certificate.
