@@ -162,6 +162,29 @@ export async function findRetiredDeviceOfCertificate(
 }
 
 /**
+ * The retired device of this user named by this serial (or mdm_id), whatever certificate it
+ * held: the one retired last; undefined when there is none. An MDM renews a device's certificate
+ * (a new serial number, the same device id), so the certificate alone does not recognise it.
+ */
+export async function findRetiredDeviceOfUser(
+  db: Db,
+  by: 'serial' | 'mdm_id',
+  value: string,
+  userId: UserId,
+): Promise<StoredDevice | undefined> {
+  const row = await db
+    .selectFrom('devices')
+    .selectAll()
+    .where(by, '=', value)
+    .where('state', '=', 'retired')
+    .where('user_id', '=', userId)
+    .orderBy('retired_at', 'desc')
+    .orderBy('device_id', 'desc')
+    .executeTakeFirst();
+  return row === undefined ? undefined : toDevice(row);
+}
+
+/**
  * The query of findLiveDevice (its plan is tested: every enrollment and every MDM push asks it,
  * and it reads the unique index of live devices' serials, or MDM ids).
  */

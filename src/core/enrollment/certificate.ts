@@ -7,10 +7,15 @@
 import type { VerifiedClientCertificate } from '../../keys/client-certificate.js';
 import type { Platform } from '../../shared/platforms.js';
 import { param } from '../../protocol/admin-api-params.js';
-import type { ProfileId, WireGuardKey } from '../../shared/ids.js';
+import type { ProfileId, UserId, WireGuardKey } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
 import { destroyedUsersAmong } from '../../storage/destroyed-users.js';
-import { findLiveDevice, findRetiredDeviceOfCertificate, type StoredDevice } from '../../storage/devices.js';
+import {
+  findLiveDevice,
+  findRetiredDeviceOfCertificate,
+  findRetiredDeviceOfUser,
+  type StoredDevice,
+} from '../../storage/devices.js';
 import { findUser } from '../../storage/users.js';
 import { registerDevice } from '../devices/index.js';
 import type { PortalContext } from '../context.js';
@@ -35,7 +40,8 @@ export interface CertificateEnrollment {
  * names another), with the request's platform or the configured one. Undefined without
  * `registerAs`; 403 when the certificate names no user, or one no Admin API call could name
  * (the rule of `user_id`: 1 to 255 characters, no NUL), as the administrator could then neither
- * find, disable nor destroy that user, and when it is the certificate of a retired device.
+ * find, disable nor destroy that user; when it is the certificate of a retired device, or its
+ * device id that of a retired device of the same user.
  */
 async function selfRegister(
   ctx: PortalContext,
@@ -71,6 +77,7 @@ async function selfRegister(
       'not-allowed',
       "the client certificate's subjectAltName e-mail address is no user id an Admin API call can name (1 to 255 characters, no NUL); no device is registered for it",
     );
+  await refuseRetiredDeviceOfUser(ctx, rule.deviceId.matches, deviceId, userId.data);
   // Destroying is final as well: the devices went with the user, and their certificates, still
   // valid, would otherwise make the user again. Once an administrator made the user again (a
   // create, a register_device), the user's devices register themselves as before.
@@ -97,6 +104,26 @@ async function selfRegister(
     serial: rule.deviceId.matches === 'serial' ? deviceId : undefined,
     mdmId: rule.deviceId.matches === 'mdm_id' ? deviceId : undefined,
   });
+}
+
+/**
+ * Retiring is final whatever the certificate: an MDM renews a device's certificate (a new serial
+ * number, the same device id), and a device retired by hand does not come back with the renewed
+ * one. Only for the same user: a device handed on to another person (another e-mail address)
+ * registers itself for them.
+ */
+async function refuseRetiredDeviceOfUser(
+  ctx: PortalContext,
+  by: 'serial' | 'mdm_id',
+  deviceId: string,
+  userId: UserId,
+): Promise<void> {
+  const retired = await findRetiredDeviceOfUser(ctx.db, by, deviceId, userId);
+  if (retired !== undefined)
+    throw new PortalError(
+      'not-allowed',
+      `the client certificate's device id is that of retired device ${retired.deviceId} of the same user; a retired device does not register itself again, with a renewed certificate either (an administrator may register it anew)`,
+    );
 }
 
 export async function enrollByCertificate(

@@ -3,8 +3,8 @@
 // user its certificate’s e-mail address names, in the configured profile; without a name or a
 // platform it is refused, and so is a request that names another profile, or a certificate
 // whose e-mail address or device id no Admin API call could name. A retired device's own
-// certificate registers no device again: retiring is final; nor does a destroyed user's, until an
-// administrator makes the user again.
+// certificate registers no device again, nor does its renewed one for the same user: retiring is
+// final; nor does a destroyed user's, until an administrator makes the user again.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
@@ -220,6 +220,51 @@ describe('registerAs: a device registers itself with its certificate', () => {
     const earlier = await enroll(first);
     assert.equal(earlier.status, 403, earlier.text);
     assert.equal((await portal.admin.devices({ serial: 'SELF-R' })).devices.length, 1, 'no new device');
+  });
+
+  test('a retired device does not come back with its renewed certificate; handed on to another person, or registered anew by an administrator, it enrolls', async () => {
+    const issued = (file: string, email: string) =>
+      ca.device(file, { cn: 'renewing', uri: 'urn:mdm:serial:SELF-RENEWING', email });
+    const enroll = (certificate: ReturnType<typeof issued>) =>
+      enrollOverTls(enrollUrl(), ca, certificate, {
+        public_key: generateWireGuardKeyPair().publicKey,
+        platform: 'windows',
+      });
+    const first = await enroll(issued('self-renewing-first', 'mia@example.org'));
+    assert.equal(first.status, 200, first.text);
+    const [registered] = (await portal.admin.devices({ serial: 'SELF-RENEWING' })).devices;
+    await portal.admin.retireDevice(registered?.device_id ?? '');
+
+    // The MDM renews the certificate: a new serial number, the same device id and user.
+    const renewed = await enroll(issued('self-renewing-renewed', 'mia@example.org'));
+    assert.equal(renewed.status, 403, renewed.text);
+    assert.equal(
+      (JSON.parse(renewed.text) as { error: string }).error,
+      `the client certificate's device id is that of retired device ${registered?.device_id} of the same user; a retired device does not register itself again, with a renewed certificate either (an administrator may register it anew)`,
+    );
+    assert.deepEqual(
+      (await portal.admin.devices({ serial: 'SELF-RENEWING' })).devices.map((device) => device.state),
+      ['retired'],
+      'no new device',
+    );
+    assert.deepEqual(await portal.admin.userConfigurationList('mia@example.org'), [], 'and no configuration');
+
+    // The laptop reissued to another person: it registers itself for them.
+    const reissued = await enroll(issued('self-renewing-reissued', 'noah@example.org'));
+    assert.equal(reissued.status, 200, reissued.text);
+    const [noahs] = (await portal.admin.devices({ serial: 'SELF-RENEWING', user_id: 'noah@example.org' })).devices;
+    assert.equal(noahs?.state, 'active');
+    await portal.admin.retireDevice(noahs?.device_id ?? '');
+
+    const anew = await portal.admin.registerDevice({
+      user_id: 'mia@example.org',
+      profile_id: 'employees',
+      platform: 'windows',
+      serial: 'SELF-RENEWING',
+    });
+    const enrolled = await enroll(issued('self-renewing-again', 'mia@example.org'));
+    assert.equal(enrolled.status, 200, enrolled.text);
+    assert.equal((await portal.admin.device(anew.device_id)).state, 'active');
   });
 
   test("a destroyed user's device registers itself no more; once an administrator made the user again, it does", async () => {
