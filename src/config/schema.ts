@@ -468,7 +468,7 @@ export const portalConfigSchema = z.strictObject({
                 .string()
                 .min(1)
                 .describe(
-                  'The profile a self-registered device enrolls in, one of `ProfileList` (else the start is refused); a request naming another is refused (409).',
+                  'The profile a self-registered device enrolls in, one of `ProfileList` (else the start is refused); a request naming another is refused (409). When `scim.groupProfiles` grants it, a user the directory provisioned registers into it only while one of their groups grants it.',
                 ),
               platform: z
                 .enum(PLATFORMS)

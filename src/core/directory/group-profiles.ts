@@ -3,7 +3,8 @@
 // configurations, each as delete_connection deletes it (a receipt each), its managed devices
 // registered in that profile, retired as by retire_device, and its enrollment tokens of that
 // profile, revoked as by revoke_enrollment_token (a device could otherwise enroll into the
-// profile afterwards, by its MDM certificate or a token). Profiles no group names
+// profile afterwards, by its MDM certificate or a token; nor does a new device register itself
+// into it: src/core/enrollment/certificate.ts). Profiles no group names
 // are the portal's own business and are left alone, and so are users the directory did not
 // provision.
 //

@@ -17,7 +17,8 @@ import {
   type StoredDevice,
 } from '../../storage/devices.js';
 import { findUser } from '../../storage/users.js';
-import { registerDevice } from '../devices/index.js';
+import { groupGrantsOfUser } from '../access/index.js';
+import { registerDevice, retireDevice } from '../devices/index.js';
 import type { PortalContext } from '../context.js';
 import { createConfiguration, type IssuedConfiguration } from '../issuing/index.js';
 import { DEFAULT_ENROLLMENT_DISPLAY_NAME } from './tokens.js';
@@ -41,7 +42,8 @@ export interface CertificateEnrollment {
  * `registerAs`; 403 when the certificate names no user, or one no Admin API call could name
  * (the rule of `user_id`: 1 to 255 characters, no NUL), as the administrator could then neither
  * find, disable nor destroy that user; when it is the certificate of a retired device, or its
- * device id that of a retired device of the same user.
+ * device id that of a retired device of the same user; and when the directory's groups decide the
+ * profile for the user and none of theirs grants it.
  */
 async function selfRegister(
   ctx: PortalContext,
@@ -97,13 +99,17 @@ async function selfRegister(
     );
   const platform = enrollment.platform ?? registerAs.platform;
   if (platform === null) throw new PortalError('invalid-parameter', 'a device that registers itself needs "platform"');
-  return registerDevice(ctx, {
+  if (await groupsWithhold(ctx, userId.data, registerAs.profileId))
+    throw notGrantedByGroups(userId.data, registerAs.profileId);
+  const device = await registerDevice(ctx, {
     userId: userId.data,
     profileId: registerAs.profileId,
     platform,
     serial: rule.deviceId.matches === 'serial' ? deviceId : undefined,
     mdmId: rule.deviceId.matches === 'mdm_id' ? deviceId : undefined,
   });
+  await retireIfGroupsLetGo(ctx, device);
+  return device;
 }
 
 /**
@@ -124,6 +130,38 @@ async function refuseRetiredDeviceOfUser(
       'not-allowed',
       `the client certificate's device id is that of retired device ${retired.deviceId} of the same user; a retired device does not register itself again, with a renewed certificate either (an administrator may register it anew)`,
     );
+}
+
+/**
+ * Whether `scim.groupProfiles` decides the profile for this user (the directory provisioned
+ * them, a group names it) and none of the user's groups grants it now: a device may not bring
+ * back by itself what the directory took away.
+ */
+async function groupsWithhold(ctx: PortalContext, userId: UserId, profileId: ProfileId): Promise<boolean> {
+  const grants = await groupGrantsOfUser(ctx.db, ctx.config.scim.groupProfiles, userId);
+  return grants?.withholds(profileId) ?? false;
+}
+
+function notGrantedByGroups(userId: UserId, profileId: ProfileId): PortalError {
+  return new PortalError(
+    'not-allowed',
+    `no directory group of user ${userId} grants profile "${profileId}"; a device does not register itself into it`,
+  );
+}
+
+/**
+ * After the registration committed, the groups are read again: a group change that committed
+ * after the first read may have run its profile check before the device was there, and so left
+ * it. Either this read sees that change (the device is retired here, as its check would have),
+ * or the change committed after it and its check, which reads the user's devices after that
+ * commit, finds the device.
+ */
+async function retireIfGroupsLetGo(ctx: PortalContext, device: StoredDevice): Promise<void> {
+  if (!(await groupsWithhold(ctx, device.userId, device.profileId))) return;
+  await retireDevice(ctx, device.deviceId, {
+    reason: `no directory group of the user grants profile "${device.profileId}"`,
+  });
+  throw notGrantedByGroups(device.userId, device.profileId);
 }
 
 export async function enrollByCertificate(

@@ -4,7 +4,8 @@
 // deletion — and profiles no group names are left alone; as are users the directory never
 // provisioned, and a user destroyed through the Admin API takes its SCIM link with it. A check
 // that fails midway fails not the change, and is finished by the reconcile pass, by the groups
-// of then, and only ever takes.
+// of then, and only ever takes. A device registering itself does not enter a mapped profile its
+// user's groups do not grant, also when a group change races the registration.
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
@@ -20,6 +21,7 @@ import {
   replaceDirectoryGroup,
 } from '../../../src/core/directory/index.js';
 import { asUserId } from '../../../src/shared/ids.js';
+import { removeScimUserFromGroups } from '../../../src/storage/scim-groups.js';
 import { clearProfileCheck, noteProfileChecks, pendingProfileChecks } from '../../../src/storage/scim-users.js';
 import { formatAtom } from '../../../src/shared/time.js';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
@@ -302,4 +304,98 @@ test('a managed device registered in a profile its user no longer holds by any g
   const again = await enroll(laptop);
   assert.equal(again.status, 403, again.text);
   assert.deepEqual(await profilesOf(portal, 'gina'), ['contractors'], 'no guests configuration is back');
+});
+
+/** A portal whose devices register themselves (`registerAs`) into `profileId`, enrolling through a trusted proxy's headers. */
+async function selfRegistering(t: TestContext, profileId: string) {
+  const ca = MdmCa.make();
+  t.after(() => ca.remove());
+  const { portal, ctx } = await stand(t, undefined, {
+    enrollment: {
+      requestsPerMinute: 10_000,
+      clientCertificate: {
+        trustAnchors: [path.join(ca.directory, 'issuing.pem')],
+        deviceId: { from: 'san-uri', prefix: 'urn:mdm:serial:' },
+        trustedProxyList: ['127.0.0.1/32'],
+        registerAs: { from: 'san-email', profileId, platform: 'macos' },
+      },
+    },
+  });
+  const device = (file: string, serial: string, email: string) =>
+    ca.device(file, { cn: file, uri: `urn:mdm:serial:${serial}`, email });
+  const enroll = (certificate: ReturnType<typeof device>) =>
+    portal.request(`${portal.portal.url}${portal.portal.ctx.config.basePath}/enroll`, {
+      method: 'POST',
+      body: new URLSearchParams({ public_key: generateWireGuardKeyPair().publicKey }),
+      headers: {
+        accept: 'application/x-wireguard-profile',
+        'x-ssl-client-cert': encodeURIComponent(certificate.certificatePem),
+        'x-ssl-client-verify': 'SUCCESS',
+      },
+    });
+  return { portal, ctx, device, enroll };
+}
+
+test('a device registering itself does not bring its user back into a profile no group of theirs grants any more', async (t) => {
+  const { portal, ctx, device, enroll } = await selfRegistering(t, 'guests');
+  const owner = 'hana@example.org';
+  const { user } = await createDirectoryUser(ctx, { userName: owner, externalId: null, active: true, attributes: {} });
+  const guests = await createDirectoryGroup(ctx, { displayName: 'Guests', externalId: null, memberIds: [user.id] });
+  const laptop = await enroll(device('laptop', 'SELF-1', owner));
+  assert.equal(laptop.status, 200, `Guests grants the profile: the laptop registers itself (${laptop.text})`);
+
+  await replaceDirectoryGroup(ctx, guests.id, { displayName: 'Guests', externalId: null, memberIds: [] });
+  assert.deepEqual(await profilesOf(portal, owner), []);
+  const devicesBefore = JSON.stringify(await portal.admin.devices());
+
+  // A new device of hers: a device id no live device has.
+  const phone = device('phone', 'SELF-2', owner);
+  const refused = await enroll(phone);
+  assert.equal(refused.status, 403, refused.text);
+  assert.equal(
+    (JSON.parse(refused.text) as { error: string }).error,
+    `no directory group of user ${owner} grants profile "guests"; a device does not register itself into it`,
+  );
+  assert.equal(JSON.stringify(await portal.admin.devices()), devicesBefore, 'no device registered');
+  assert.deepEqual(await profilesOf(portal, owner), [], 'and no configuration');
+
+  // A user the directory did not provision registers as before.
+  assert.equal((await enroll(device('stranger', 'SELF-3', 'ivo@example.org'))).status, 200);
+  // Granted again by a group, her new device registers itself.
+  await createDirectoryGroup(ctx, { displayName: 'Visitors', externalId: null, memberIds: [user.id] });
+  const granted = await enroll(phone);
+  assert.equal(granted.status, 200, granted.text);
+  assert.deepEqual(await profilesOf(portal, owner), ['guests']);
+});
+
+test('a group change the registration raced, whose check ran before the device was there, is caught by a second read after it: the device is retired', async (t) => {
+  const { portal, ctx, device, enroll } = await selfRegistering(t, 'guests');
+  const owner = 'lina@example.org';
+  const { user } = await createDirectoryUser(ctx, { userName: owner, externalId: null, active: true, attributes: {} });
+  await createDirectoryGroup(ctx, { displayName: 'Guests', externalId: null, memberIds: [user.id] });
+  // The group change lands with the registration, after its first read of the groups; as its
+  // check would have run before the device was there, no check of it takes the device.
+  portal.portal.ctx.events.inTransaction(async (event, db) => {
+    if (event.type === 'device.registered' && event.device.userId === owner)
+      await removeScimUserFromGroups(db, user.id);
+  });
+  const refused = await enroll(device('laptop', 'SELF-1', owner));
+  assert.equal(refused.status, 403, refused.text);
+  assert.match(
+    (JSON.parse(refused.text) as { error: string }).error,
+    /no directory group of user .* grants profile "guests"/,
+  );
+  assert.deepEqual(
+    (await portal.admin.devices({ user_id: owner })).devices.map((registered) => registered.state),
+    ['retired'],
+  );
+  assert.deepEqual(await profilesOf(portal, owner), [], 'no configuration');
+});
+
+test('a device registering itself into a profile no group names is not held to the groups', async (t) => {
+  const { portal, ctx, device, enroll } = await selfRegistering(t, 'employees');
+  await createDirectoryUser(ctx, { userName: 'jan@example.org', externalId: null, active: true, attributes: {} });
+  const answer = await enroll(device('laptop', 'SELF-1', 'jan@example.org'));
+  assert.equal(answer.status, 200, answer.text);
+  assert.deepEqual(await profilesOf(portal, 'jan@example.org'), ['employees']);
 });
