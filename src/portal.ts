@@ -31,6 +31,7 @@ import { databaseNotReady, PortalMetrics } from './metrics/portal-metrics.js';
 import { startMetricsServer } from './shared/metrics-server.js';
 import { Teardown } from './shared/teardown.js';
 import { ReconcileScheduler } from './core/reconcile/index.js';
+import { applyEditedGroupProfiles } from './core/directory/index.js';
 import { JamfPushCounts, MdmInventorySchedule } from './core/devices/index.js';
 import { recordNodeNat } from './core/nodes/index.js';
 import { systemClock, type Clock } from './shared/time.js';
@@ -86,6 +87,8 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   return teardown.starting(async () => {
     const ctx = await buildContext(config, options, logger, teardown);
     await checkWebhookKeyAtStart(ctx);
+    // Before any request: an edited scim.groupProfiles notes the users it may take from.
+    await applyEditedGroupProfiles(ctx);
     const metrics = new PortalMetrics(ctx);
     const webhooks = new WebhookDeliveryWorker({ ...ctx, logger: logger.child({ component: 'webhooks' }) });
     const syslog = startSyslogCollectors(ctx, metrics, teardown);

@@ -530,7 +530,7 @@ export const portalConfigSchema = z.strictObject({
         .default({})
         .meta({
           description:
-            "SCIM group displayName → the profile ids its members may hold. A user the directory provisioned who is in no group granting a profile named here loses that profile's configurations (a revocation receipt each); profiles named by no group are untouched. `{}`: groups grant nothing and take nothing.",
+            "SCIM group displayName → the profile ids its members may hold. A user the directory provisioned who is in no group granting a profile named here loses that profile's configurations (a revocation receipt each); profiles named by no group are untouched. An edit that may take more is applied to every provisioned user at the next start. `{}`: groups grant nothing and take nothing.",
           see: 'scim.md#groups-and-profiles',
         }),
     })

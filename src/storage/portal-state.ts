@@ -14,3 +14,7 @@ export async function writeState(db: Db, key: string, value: string): Promise<vo
     .onConflict((conflict) => conflict.column('key').doUpdateSet({ value }))
     .execute();
 }
+
+export async function deleteState(db: Db, key: string): Promise<void> {
+  await db.deleteFrom('portal_state').where('key', '=', key).execute();
+}

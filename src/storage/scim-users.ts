@@ -144,6 +144,13 @@ export async function noteProfileChecks(db: Db, scimIds: readonly string[], chec
       .execute();
 }
 
+/** Up to `limit` SCIM ids after `afterScimId` (null: from the first), in order: all users, a page at a time. */
+export async function scimIdsAfter(db: Db, afterScimId: string | null, limit: number): Promise<string[]> {
+  let query = db.selectFrom('scim_users').select('scim_id').orderBy('scim_id').limit(limit);
+  if (afterScimId !== null) query = query.where('scim_id', '>', afterScimId);
+  return (await query.execute()).map((row) => row.scim_id);
+}
+
 /** Dates the users' notes of `check` `at` (ATOM): a check that stopped is due for the pending checks at once. */
 export async function dateProfileChecks(db: Db, userIds: readonly UserId[], check: string, at: string): Promise<void> {
   for (const ids of sizeLimitedGroups(userIds, () => 1, SCIM_IDS_PER_STATEMENT))

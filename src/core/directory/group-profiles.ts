@@ -16,7 +16,9 @@
 // fails so does not fail the change's call, which is saved. A check reads the user's groups as
 // they are when it runs and only ever takes configurations away: run late, or twice, it can
 // never give back what was taken (a revocation is final), nor go by memberships a later change
-// replaced.
+// replaced. An edited mapping that may take more notes every directory user at start
+// (mapping-change.ts); an instance still on an older mapping checks by its own but leaves the
+// notes to the instances of the mapping applied last, which may take more.
 import { randomUUID } from 'node:crypto';
 import { asConnectionId, type RevocationId, type UserId } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
@@ -40,6 +42,7 @@ import { retireDevice } from '../devices/index.js';
 import { revokeEnrollmentToken, tokenState } from '../enrollment/index.js';
 import { deleteConnection } from '../users/index.js';
 import { callForUser } from './call-for-user.js';
+import { appliedMappingDiffers, applyMappingChange } from './mapping-change.js';
 
 /** The audit log's call for the checks a reconcile pass runs. */
 export const GROUP_PROFILES_CALL = 'scim_group_profiles';
@@ -57,6 +60,40 @@ export const PENDING_CHECK_GRACE_MS = 5 * 60_000;
 export const PENDING_CHECKS_PER_RUN = 5_000;
 /** Managed devices of one user a check reads at most: far more than anyone has. */
 const MAX_DEVICES_OF_USER = 10_000;
+
+/** A note dated so that the next pending checks' run takes it, without the grace kept for a request's own checks. */
+function dueAtOnce(ctx: PortalContext): Date {
+  return new Date(ctx.clock.now().getTime() - PENDING_CHECK_GRACE_MS);
+}
+
+/**
+ * At start, before any request: when `scim.groupProfiles` may take what the mapping last applied
+ * did not, every directory user is noted for a check the next pending checks' run takes
+ * (src/core/directory/mapping-change.ts). Answers how many were noted.
+ */
+export function applyEditedGroupProfiles(ctx: PortalContext): Promise<number> {
+  return applyMappingChange(ctx, dueAtOnce(ctx));
+}
+
+/**
+ * Whether this instance's mapping is not the one last applied: another instance started since
+ * with a different one (a rolling restart under way, or a mistake). Its checks still take what
+ * its own mapping takes, but leave the notes for an instance of the applied mapping, which may
+ * take more. A database that cannot say counts as yes: the notes stay, nothing is lost.
+ */
+async function mappingOutdated(ctx: PortalContext): Promise<boolean> {
+  try {
+    const applied = await appliedMappingDiffers(ctx);
+    if (applied !== null)
+      ctx.logger.warn(
+        { applied },
+        'another portal instance applies a different scim.groupProfiles: this instance leaves the profile checks it runs noted for the instances of that mapping; give every instance the same mapping',
+      );
+    return applied !== null;
+  } catch {
+    return true;
+  }
+}
 
 /**
  * In a group change's transaction: notes that the profiles of `members` are to be checked.
@@ -93,9 +130,11 @@ export async function applyGroupProfiles(
   if (check === null) return [];
   const receipts: RevocationId[] = [];
   const users = [...new Set(userIds)];
+  const outdated = await mappingOutdated(ctx);
   for (const [index, userId] of users.entries()) {
     try {
       await checkProfiles(ctx, userId, receipts);
+      if (outdated) continue;
       await clearProfileCheck(ctx.db, userId, check);
     } catch (error) {
       ctx.logger.error(
@@ -104,13 +143,18 @@ export async function applyGroupProfiles(
       );
       // No check of this change runs for them any more: the next pass may take them at once
       // rather than after the grace that keeps it off a request's checks under way.
-      const due = formatAtom(new Date(ctx.clock.now().getTime() - PENDING_CHECK_GRACE_MS));
-      await dateProfileChecks(ctx.db, users.slice(index), check, due).catch((dating: unknown) =>
+      await dateProfileChecks(ctx.db, users.slice(index), check, formatAtom(dueAtOnce(ctx))).catch((dating: unknown) =>
         ctx.logger.warn({ err: dating }, 'the unchecked members stay noted for the pass after the grace'),
       );
-      break;
+      return receipts;
     }
   }
+  // Checked by a mapping no longer the applied one: the next pass of an instance of that one
+  // checks them again, at once.
+  if (outdated)
+    await dateProfileChecks(ctx.db, users, check, formatAtom(dueAtOnce(ctx))).catch((dating: unknown) =>
+      ctx.logger.warn({ err: dating }, 'the checked members stay noted for the pass after the grace'),
+    );
   return receipts;
 }
 
@@ -129,20 +173,22 @@ export async function applyPendingGroupProfiles(
   const limit = options.limit ?? PENDING_CHECKS_PER_RUN;
   const call = portalCall(GROUP_PROFILES_CALL, {});
   const portalCtx: PortalContext = { ...ctx, call, events: ctx.events.forCall(call) };
-  const notedBy = formatAtom(new Date(ctx.clock.now().getTime() - PENDING_CHECK_GRACE_MS));
+  const notedBy = formatAtom(dueAtOnce(ctx));
   let after: UserId | null = null;
   let done = 0;
   let taken = 0;
   while (taken < limit) {
     const page = await pendingProfileChecks(ctx.db, notedBy, after, Math.min(PENDING_PAGE, limit - taken));
     if (page.length === 0) return done;
+    // Read after the page: a note made by an instance of a newer mapping is seen as such.
+    const outdated = await mappingOutdated(ctx);
     for (const { userId, check } of page) {
       options.checkpoint?.();
       after = userId;
       taken += 1;
       try {
         await checkProfiles(portalCtx, userId, []);
-        await clearProfileCheck(ctx.db, userId, check);
+        if (!outdated) await clearProfileCheck(ctx.db, userId, check);
         done += 1;
       } catch (error) {
         if (storageOutage(error) !== null) throw error;

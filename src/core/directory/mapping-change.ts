@@ -1,0 +1,124 @@
+// An edited `scim.groupProfiles` is applied to everyone, not only to users whose groups change
+// later: the portal remembers the mapping it last applied (`portal_state`), and a start whose
+// mapping may take what the remembered one did not notes every directory user for a profile
+// check, due at once, so the first full reconcile pass takes what the new mapping no longer
+// grants (a revocation is final: an administrator who takes a grant away expects it gone). A
+// mapping that only adds grants, or unmaps a profile, takes nothing more: it is remembered and
+// nobody is noted. A database that never remembered one (a fresh one, or one from a version
+// before this) counts as having applied `{}`, so the first start applies the mapping once.
+import { randomUUID } from 'node:crypto';
+import type { PortalConfig } from '../../config/portal-config.js';
+import type { ProfileId } from '../../shared/ids.js';
+import { formatAtom } from '../../shared/time.js';
+import { deleteState, readState, writeState } from '../../storage/portal-state.js';
+import { noteProfileChecks, SCIM_IDS_PER_STATEMENT, scimIdsAfter } from '../../storage/scim-users.js';
+import type { PortalContext } from '../context.js';
+
+type GroupProfiles = PortalConfig['scim']['groupProfiles'];
+
+/** The `portal_state` key of the mapping last applied, as canonicalMapping writes it. */
+export const APPLIED_MAPPING_KEY = 'scim_group_profiles_applied';
+/** The `portal_state` key of a mapping whose users are being noted: there while a start notes them. */
+export const NOTING_KEY = 'scim_group_profiles_noting';
+
+/** One form per mapping, whatever the order of its groups and profiles: what is compared and remembered. */
+export function canonicalMapping(mapping: GroupProfiles): string {
+  return JSON.stringify(
+    [...mapping.entries()]
+      .map(([group, profiles]) => [group, [...new Set(profiles)].sort()] as const)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+  );
+}
+
+/**
+ * The remembered mapping; `{}` when none was remembered, or when it cannot be read (so the
+ * configured one is applied to everyone, the side that keeps nothing it should take).
+ */
+function parseMapping(text: string | null): GroupProfiles {
+  if (text === null) return new Map();
+  try {
+    const entries: unknown = JSON.parse(text);
+    if (!Array.isArray(entries)) return new Map();
+    const mapping = new Map<string, ProfileId[]>();
+    for (const entry of entries) {
+      if (!Array.isArray(entry) || typeof entry[0] !== 'string' || !Array.isArray(entry[1])) return new Map();
+      mapping.set(
+        entry[0],
+        entry[1].filter((profile): profile is ProfileId => typeof profile === 'string'),
+      );
+    }
+    return mapping;
+  } catch {
+    return new Map();
+  }
+}
+
+/**
+ * Whether a check by `next` may take from a user what a check by `previous` leaves them, with
+ * the same groups: some profile `next` maps was not mapped before (now granted by groups alone),
+ * or a group granted a profile `next` still maps and grants it no more. Otherwise every group
+ * grants under `next` all it granted of each profile `next` maps, and nothing more can go.
+ */
+export function mayTakeMore(previous: GroupProfiles, next: GroupProfiles): boolean {
+  const mappedBefore = new Set([...previous.values()].flat());
+  for (const profileId of new Set([...next.values()].flat())) {
+    if (!mappedBefore.has(profileId)) return true;
+    for (const [group, profiles] of previous)
+      if (profiles.includes(profileId) && !(next.get(group) ?? []).includes(profileId)) return true;
+  }
+  return false;
+}
+
+/** Whether another portal instance started since with a different mapping (null: the same). */
+export async function appliedMappingDiffers(ctx: PortalContext): Promise<string | null> {
+  const applied = await readState(ctx.db, APPLIED_MAPPING_KEY);
+  return applied === null || applied === canonicalMapping(ctx.config.scim.groupProfiles) ? null : applied;
+}
+
+/**
+ * At start, before any request: when the configured mapping is not the one last applied and may
+ * take more, notes every directory user for a check, dated `due` (the reconcile pass takes them
+ * at its first run rather than after the grace kept for a request's own checks: none runs for
+ * these), a page of users per statement. The mapping is remembered first, so that an instance
+ * still on the older one (a rolling restart) sees, after reading a note of this one, that it is
+ * outdated and leaves the note (appliedMappingDiffers). A start stopped while noting leaves
+ * NOTING_KEY, and the next start notes everyone again. Answers how many were noted.
+ */
+export async function applyMappingChange(ctx: PortalContext, due: Date): Promise<number> {
+  const configured = ctx.config.scim.groupProfiles;
+  const canonical = canonicalMapping(configured);
+  const remembered = await readState(ctx.db, APPLIED_MAPPING_KEY);
+  const unfinished = await readState(ctx.db, NOTING_KEY);
+  if (remembered === canonical && unfinished === null) return 0;
+  if (unfinished === null && !mayTakeMore(parseMapping(remembered), configured)) {
+    await writeState(ctx.db, APPLIED_MAPPING_KEY, canonical);
+    if (remembered !== null)
+      ctx.logger.info(
+        'scim.groupProfiles differs from the mapping last applied but takes nothing more: nobody is noted',
+      );
+    return 0;
+  }
+  await writeState(ctx.db, NOTING_KEY, canonical);
+  await writeState(ctx.db, APPLIED_MAPPING_KEY, canonical);
+  const noted = await noteEveryone(ctx, formatAtom(due));
+  await deleteState(ctx.db, NOTING_KEY);
+  ctx.logger.info(
+    { noted },
+    'scim.groupProfiles may take what the mapping last applied did not: every directory user is noted for a profile check, which the next reconcile passes run',
+  );
+  return noted;
+}
+
+/** Notes every directory user for one check, `at`, a page of them per statement; answers how many. */
+async function noteEveryone(ctx: PortalContext, at: string): Promise<number> {
+  const check = randomUUID();
+  let noted = 0;
+  let after: string | null = null;
+  for (;;) {
+    const ids = await scimIdsAfter(ctx.db, after, SCIM_IDS_PER_STATEMENT);
+    if (ids.length === 0) return noted;
+    await noteProfileChecks(ctx.db, ids, check, at);
+    noted += ids.length;
+    after = ids[ids.length - 1] ?? null;
+  }
+}

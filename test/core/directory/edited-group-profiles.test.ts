@@ -1,0 +1,225 @@
+// An edited `scim.groupProfiles` on a real database, across a restart of the portal: a grant
+// taken away from a group is applied by the first reconcile pass to every member no other group
+// grants it (a receipt each), not only at their next group change; a mapping that only adds
+// takes nothing and notes nobody; a database that never remembered a mapping (an upgrade)
+// applies the configured one once; and an instance still on an older mapping leaves the checks
+// to the instances of the mapping applied last.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test, type TestContext } from 'node:test';
+import type { AdminCall } from '../../../src/core/admin-call.js';
+import type { PortalContext } from '../../../src/core/context.js';
+import {
+  applyEditedGroupProfiles,
+  createDirectoryGroup,
+  createDirectoryUser,
+  GROUP_PROFILES_CALL,
+  replaceDirectoryGroup,
+} from '../../../src/core/directory/index.js';
+import { APPLIED_MAPPING_KEY, mayTakeMore, NOTING_KEY } from '../../../src/core/directory/mapping-change.js';
+import { writeState } from '../../../src/storage/portal-state.js';
+import { asProfileId, type ProfileId } from '../../../src/shared/ids.js';
+import { auditLog } from '../../support/admin-keys.js';
+import { UNREACHABLE_NODE, startTestPortal, type TestPortal } from '../../support/test-portal.js';
+
+type Mapping = Record<string, string[]>;
+
+const BEFORE: Mapping = { 'VPN Staff': ['guests', 'contractors'], 'VPN Admins': ['contractors'] };
+const AFTER: Mapping = { 'VPN Staff': ['guests'], 'VPN Admins': ['contractors'] };
+
+type Start = (
+  mapping: Mapping,
+  database?: string,
+) => Promise<{ readonly portal: TestPortal; readonly ctx: PortalContext }>;
+
+/**
+ * Starts portals on a data directory of the test's own, so that each shares the database of the
+ * one before (or on `database`); at the end closes them all, then removes the directory.
+ */
+function portals(t: TestContext): Start {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'vpn-portal-mapping-'));
+  const started: TestPortal[] = [];
+  t.after(async () => {
+    for (const portal of started) await portal.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const profile = (profileId: string, range: number) => ({
+    profileId,
+    displayName: profileId,
+    hostName: 'vpn.example.org',
+    wRangeFour: `10.${range}.0.0/24`,
+    wRangeSix: `fd${range}::/64`,
+    nodeUrl: UNREACHABLE_NODE,
+  });
+  return async (mapping, database) => {
+    const portal = await startTestPortal({
+      ...(database === undefined ? { dataDir } : { dataDir: mkdtempSync(path.join(dataDir, 'other-')), database }),
+      config: {
+        ProfileList: [profile('employees', 54), profile('guests', 55), profile('contractors', 56)],
+        scim: { groupProfiles: mapping },
+      },
+    });
+    started.push(portal);
+    const base = portal.portal.ctx;
+    const call: AdminCall = {
+      caller: { kind: 'command-line', sourceAddress: 'local' },
+      name: 'scim test',
+      parameters: {},
+      successStatus: 200,
+    };
+    return { portal, ctx: { ...base, call, events: base.events.forCall(call) } };
+  };
+}
+
+const map = (mapping: Mapping): Map<string, ProfileId[]> =>
+  new Map(Object.entries(mapping).map(([group, profiles]) => [group, profiles.map(asProfileId)]));
+
+async function profilesOf(portal: TestPortal, userId: string): Promise<string[]> {
+  return (await portal.admin.userConfigurationList(userId)).map((configuration) => configuration.profile_id).sort();
+}
+
+/** A directory user with a configuration of each profile. */
+async function provision(ctx: PortalContext, portal: TestPortal, userName: string): Promise<string> {
+  const { user } = await createDirectoryUser(ctx, { userName, externalId: null, active: true, attributes: {} });
+  for (const profileId of ['employees', 'guests', 'contractors'])
+    await portal.admin.create({ user_id: userName, profile_id: profileId });
+  return user.id;
+}
+
+async function noted(portal: TestPortal): Promise<string[]> {
+  const rows = await portal.portal.ctx.db
+    .selectFrom('scim_users')
+    .select('user_id')
+    .where('profile_check', 'is not', null)
+    .orderBy('user_id')
+    .execute();
+  return rows.map((row) => row.user_id);
+}
+
+/** Alice is in VPN Staff alone, bob in VPN Staff and VPN Admins; both hold all three profiles. Answers alice's SCIM id. */
+async function staffAndAdmins(ctx: PortalContext, portal: TestPortal): Promise<{ readonly alice: string }> {
+  const alice = await provision(ctx, portal, 'alice');
+  const bob = await provision(ctx, portal, 'bob');
+  await createDirectoryGroup(ctx, { displayName: 'VPN Staff', externalId: null, memberIds: [alice, bob] });
+  await createDirectoryGroup(ctx, { displayName: 'VPN Admins', externalId: null, memberIds: [bob] });
+  assert.deepEqual(await profilesOf(portal, 'alice'), ['contractors', 'employees', 'guests']);
+  assert.deepEqual(await noted(portal), [], 'the group changes checked their members');
+  return { alice };
+}
+
+test('a grant taken from a group by an edited mapping is taken, with a receipt, from each member no other group grants it by the first reconcile pass after the restart', async (t) => {
+  const start = portals(t);
+  const first = await start(BEFORE);
+  await staffAndAdmins(first.ctx, first.portal);
+  const receiptsBefore = new Set((await first.portal.admin.revocations()).map((receipt) => receipt.revocation_id));
+  await first.portal.close();
+
+  // Restarted on the edited mapping, no group changes since: the pass run at start takes it.
+  const { portal } = await start(AFTER);
+  await portal.reconcile();
+
+  assert.deepEqual(await profilesOf(portal, 'alice'), ['employees', 'guests'], 'no group grants her contractors now');
+  assert.deepEqual(
+    await profilesOf(portal, 'bob'),
+    ['contractors', 'employees', 'guests'],
+    'VPN Admins still grants it',
+  );
+  const receipts = (await portal.admin.revocations()).filter((receipt) => !receiptsBefore.has(receipt.revocation_id));
+  assert.deepEqual(
+    receipts.map((receipt) => [receipt.user_id, receipt.reason]),
+    [['alice', 'delete_connection']],
+  );
+  const byPass = (await auditLog(portal))
+    .filter((record) => record.call === GROUP_PROFILES_CALL)
+    .map((record) => [record.keyName, record.userId, record.connectionIds.length]);
+  assert.deepEqual(byPass, [['(portal)', 'alice', 1]]);
+  assert.deepEqual(await noted(portal), [], 'done once');
+
+  // Started again on the same mapping: nothing to apply, nobody noted.
+  await portal.close();
+  const again = await start(AFTER);
+  assert.deepEqual(await noted(again.portal), []);
+});
+
+test('a mapping that only adds grants, or unmaps a profile, notes nobody; one that maps a profile anew notes everyone', async (t) => {
+  const { portal, ctx } = await portals(t)(AFTER);
+  await staffAndAdmins(ctx, portal);
+  const base = portal.portal.ctx;
+  const appliedAtStart = (mapping: Mapping): Promise<number> =>
+    applyEditedGroupProfiles({
+      ...base,
+      config: { ...base.config, scim: { ...base.config.scim, groupProfiles: map(mapping) } },
+    });
+
+  assert.equal(await appliedAtStart(AFTER), 0, 'the mapping applied');
+  assert.equal(await appliedAtStart(BEFORE), 0, 'more grants take nothing more');
+  assert.equal(await appliedAtStart({ 'VPN Staff': ['guests'] }), 0, 'contractors is left to the portal: untouched');
+  assert.deepEqual(await noted(portal), []);
+  assert.equal(
+    await appliedAtStart({ 'VPN Staff': ['guests'], 'VPN Admins': ['employees'] }),
+    2,
+    'employees is granted by groups from now on',
+  );
+  assert.deepEqual(await noted(portal), ['alice', 'bob']);
+
+  // A start stopped while noting: the next one, on the same mapping, notes everyone again.
+  await writeState(base.db, NOTING_KEY, 'the noting start was stopped');
+  assert.equal(await appliedAtStart({ 'VPN Staff': ['guests'], 'VPN Admins': ['employees'] }), 2);
+  assert.equal(await appliedAtStart({ 'VPN Staff': ['guests'], 'VPN Admins': ['employees'] }), 0, 'finished');
+});
+
+test('a database that never remembered a mapping, as after an upgrade, has the configured one applied once', async (t) => {
+  const start = portals(t);
+  const first = await start(AFTER);
+  const alice = await provision(first.ctx, first.portal, 'alice');
+  await createDirectoryGroup(first.ctx, { displayName: 'VPN Staff', externalId: null, memberIds: [alice] });
+  // As a version that did not remember it left the database.
+  await first.portal.portal.ctx.db.deleteFrom('portal_state').where('key', '=', APPLIED_MAPPING_KEY).execute();
+  await first.portal.close();
+
+  const { portal } = await start(AFTER);
+  await portal.reconcile();
+  assert.deepEqual(await profilesOf(portal, 'alice'), ['employees', 'guests']);
+  assert.deepEqual(await noted(portal), []);
+});
+
+test('an instance still on the mapping applied before checks by its own but leaves the notes to an instance of the mapping applied last', async (t) => {
+  const start = portals(t);
+  const older = await start(BEFORE);
+  const { alice } = await staffAndAdmins(older.ctx, older.portal);
+  // A rolling restart: a newer instance starts on the edited mapping and applies it.
+  const newer = await start(AFTER, older.portal.database);
+  await newer.portal.reconcile();
+  assert.deepEqual(await profilesOf(newer.portal, 'alice'), ['employees', 'guests']);
+  // An administrator's create is not checked against the groups (until a group change).
+  await older.portal.admin.create({ user_id: 'alice', profile_id: 'contractors' });
+
+  // A group change the older instance handles checks alice by its mapping, which grants her contractors.
+  const readers = await createDirectoryGroup(older.ctx, {
+    displayName: 'Readers',
+    externalId: null,
+    memberIds: [alice],
+  });
+  await replaceDirectoryGroup(older.ctx, readers.id, { displayName: 'Readers', externalId: null, memberIds: [] });
+  await older.portal.reconcile();
+  assert.deepEqual(await profilesOf(older.portal, 'alice'), ['contractors', 'employees', 'guests']);
+  assert.deepEqual(await noted(older.portal), ['alice'], 'left for the newer mapping');
+  await newer.portal.reconcile();
+  assert.deepEqual(await profilesOf(newer.portal, 'alice'), ['employees', 'guests']);
+  assert.deepEqual(await noted(newer.portal), []);
+});
+
+test('only a mapping that maps a profile anew or takes a grant from a group may take more', () => {
+  assert.equal(mayTakeMore(map(BEFORE), map(AFTER)), true);
+  assert.equal(mayTakeMore(map(AFTER), map(BEFORE)), false);
+  assert.equal(mayTakeMore(map({}), map(AFTER)), true);
+  assert.equal(mayTakeMore(map(AFTER), map({})), false);
+  assert.equal(mayTakeMore(map(AFTER), map({ 'VPN Staff': ['guests'] })), false, 'contractors unmapped');
+  assert.equal(mayTakeMore(map(AFTER), map({ Staff: ['guests'], 'VPN Admins': ['contractors'] })), true, 'renamed');
+  assert.equal(
+    mayTakeMore(map(AFTER), map({ 'VPN Staff': ['guests'], 'VPN Admins': ['contractors'], New: ['guests'] })),
+    false,
+  );
+});
