@@ -32,6 +32,7 @@ import { startMetricsServer } from './shared/metrics-server.js';
 import { Teardown } from './shared/teardown.js';
 import { ReconcileScheduler } from './core/reconcile/index.js';
 import { applyEditedGroupProfiles } from './core/directory/index.js';
+import { storageOutage } from './storage/errors.js';
 import { JamfPushCounts, MdmInventorySchedule } from './core/devices/index.js';
 import { recordNodeNat } from './core/nodes/index.js';
 import { systemClock, type Clock } from './shared/time.js';
@@ -87,8 +88,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   return teardown.starting(async () => {
     const ctx = await buildContext(config, options, logger, teardown);
     await checkWebhookKeyAtStart(ctx);
-    // Before any request: an edited scim.groupProfiles notes the users it may take from.
-    await applyEditedGroupProfiles(ctx);
+    const mappingApplied = await applyGroupProfilesAtStart(ctx);
     const metrics = new PortalMetrics(ctx);
     const webhooks = new WebhookDeliveryWorker({ ...ctx, logger: logger.child({ component: 'webhooks' }) });
     const syslog = startSyslogCollectors(ctx, metrics, teardown);
@@ -117,6 +117,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
         `admin API disabled until ${ctx.keys.adminApiKeyPath} exists: run "vpn-portal generate-secrets --admin-api"`,
       );
     const background = startBackgroundWork(ctx, metrics, certificateCheck, webhooks, teardown);
+    if (!mappingApplied) background.reconciler.applyEditedMappingLater();
     return {
       ctx,
       ...servers,
@@ -126,6 +127,25 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
       close: () => teardown.runAll(),
     };
   });
+}
+
+/**
+ * Before any request: an edited `scim.groupProfiles` notes the users it may take from
+ * (src/core/directory/mapping-change.ts). A database that refuses the writes (full, read-only)
+ * does not stop the start: answers false, and the reconcile passes' profile checks try again.
+ */
+async function applyGroupProfilesAtStart(ctx: PortalContext): Promise<boolean> {
+  try {
+    await applyEditedGroupProfiles(ctx);
+    return true;
+  } catch (error) {
+    if (storageOutage(error) === null) throw error;
+    ctx.logger.error(
+      { err: error },
+      'could not compare scim.groupProfiles with the mapping last applied; the reconcile pass tries again',
+    );
+    return false;
+  }
 }
 
 /** The database, the keys, the node clients and the events seam with its listeners of the database. */

@@ -67,8 +67,9 @@ function dueAtOnce(ctx: PortalContext): Date {
 }
 
 /**
- * At start, before any request: when `scim.groupProfiles` may take what the mapping last applied
- * did not, every directory user is noted for a check the next pending checks' run takes
+ * Once per start, before any request (src/portal.ts; when the database refused, at the next
+ * pending checks' run): when `scim.groupProfiles` may take what the mapping last applied did
+ * not, every directory user is noted for a check the next pending checks' run takes
  * (src/core/directory/mapping-change.ts). Answers how many were noted.
  */
 export function applyEditedGroupProfiles(ctx: PortalContext): Promise<number> {

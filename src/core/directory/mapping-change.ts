@@ -1,11 +1,12 @@
 // An edited `scim.groupProfiles` is applied to everyone, not only to users whose groups change
 // later: the portal remembers the mapping it last applied (`portal_state`), and a start whose
 // mapping may take what the remembered one did not notes every directory user for a profile
-// check, due at once, so the first full reconcile pass takes what the new mapping no longer
-// grants (a revocation is final: an administrator who takes a grant away expects it gone). A
-// mapping that only adds grants, or unmaps a profile, takes nothing more: it is remembered and
-// nobody is noted. A database that never remembered one (a fresh one, or one from a version
-// before this) counts as having applied `{}`, so the first start applies the mapping once.
+// check, due at once, before it answers any request, so the profile checks after the full
+// reconcile pass it runs at start take what the new mapping no longer grants (a revocation is
+// final: an administrator who takes a grant away expects it gone). A mapping that only adds
+// grants, or unmaps a profile, takes nothing more: it is remembered and nobody is noted. A
+// database that never remembered one (a fresh one, or one from a version before this) counts as
+// having applied `{}`, so the first start applies the mapping once.
 import { randomUUID } from 'node:crypto';
 import type { PortalConfig } from '../../config/portal-config.js';
 import type { ProfileId } from '../../shared/ids.js';
@@ -76,13 +77,14 @@ export async function appliedMappingDiffers(ctx: PortalContext): Promise<string 
 }
 
 /**
- * At start, before any request: when the configured mapping is not the one last applied and may
- * take more, notes every directory user for a check, dated `due` (the reconcile pass takes them
- * at its first run rather than after the grace kept for a request's own checks: none runs for
- * these), a page of users per statement. The mapping is remembered first, so that an instance
- * still on the older one (a rolling restart) sees, after reading a note of this one, that it is
- * outdated and leaves the note (appliedMappingDiffers). A start stopped while noting leaves
- * NOTING_KEY, and the next start notes everyone again. Answers how many were noted.
+ * Once per start (before any request, or at the profile checks if the database refused): when
+ * the configured mapping is not the one last applied and may take more, notes every directory
+ * user for a check, dated `due` (the reconcile pass takes them at its first run rather than
+ * after the grace kept for a request's own checks: none runs for these), a page of users per
+ * statement. The mapping is remembered first, so that an instance still on the older one (a
+ * rolling restart) sees, after reading a note of this one, that it is outdated and leaves the
+ * note (appliedMappingDiffers). A start stopped while noting leaves NOTING_KEY, and the next
+ * start notes everyone again. Answers how many were noted.
  */
 export async function applyMappingChange(ctx: PortalContext, due: Date): Promise<number> {
   const configured = ctx.config.scim.groupProfiles;
@@ -90,6 +92,8 @@ export async function applyMappingChange(ctx: PortalContext, due: Date): Promise
   const remembered = await readState(ctx.db, APPLIED_MAPPING_KEY);
   const unfinished = await readState(ctx.db, NOTING_KEY);
   if (remembered === canonical && unfinished === null) return 0;
+  // Nothing to remember: a portal without a mapping writes nothing (it may be on a read-only database).
+  if (remembered === null && unfinished === null && configured.size === 0) return 0;
   if (unfinished === null && !mayTakeMore(parseMapping(remembered), configured)) {
     await writeState(ctx.db, APPLIED_MAPPING_KEY, canonical);
     if (remembered !== null)

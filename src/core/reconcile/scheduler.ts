@@ -52,7 +52,7 @@ import type { PortalContext } from '../context.js';
 import type { NodeNumber } from '../../shared/ids.js';
 import type { NodeDaemon } from '../../node-client/daemon-client.js';
 import type { ReconcileReason } from '../../node-client/fleet.js';
-import { applyPendingGroupProfiles } from '../directory/index.js';
+import { applyEditedGroupProfiles, applyPendingGroupProfiles } from '../directory/index.js';
 import { announceExpiringConfigurations, nextExpiryWarningAt } from '../expiry/index.js';
 import { runHousekeeping } from './housekeeping.js';
 import { NodeSlots, type NodeWorkKind } from './node-slots.js';
@@ -124,6 +124,13 @@ export class ReconcileScheduler {
   private housekeeping: Promise<void> | null = null;
   /** The pending directory profile checks under way, if any. */
   private profileChecks: Promise<void> | null = null;
+  /**
+   * Whether this instance has still to compare its `scim.groupProfiles` with the mapping last
+   * applied (src/core/directory/mapping-change.ts): the start does, and when the database
+   * refused, the profile checks try again until done. Only then: instances with different
+   * mappings never make each other note everyone again.
+   */
+  private mappingToApply = false;
   /** Node passes under way or waiting for their place. */
   private readonly nodePasses = new Set<Promise<void>>();
   private readonly pendingNodes = new Set<NodeNumber>();
@@ -296,6 +303,11 @@ export class ReconcileScheduler {
     );
   }
 
+  /** The start could not apply an edited `scim.groupProfiles`: the next profile checks do, first. */
+  applyEditedMappingLater(): void {
+    this.mappingToApply = true;
+  }
+
   /** Between the steps of locked work: ends it when the portal stops or its lock was lost. */
   private checkpoint(held: HeldLock): void {
     if (this.stopped) throw new Stopping('the portal stops');
@@ -323,9 +335,13 @@ export class ReconcileScheduler {
   private startProfileChecks(): void {
     if (this.profileChecks !== null || this.stopped) return;
     this.profileChecks = this.locks
-      .run('directory-profile-checks', (held) =>
-        applyPendingGroupProfiles(this.ctx, { checkpoint: () => this.checkpoint(held) }),
-      )
+      .run('directory-profile-checks', async (held) => {
+        if (this.mappingToApply) {
+          await applyEditedGroupProfiles(this.ctx);
+          this.mappingToApply = false;
+        }
+        return applyPendingGroupProfiles(this.ctx, { checkpoint: () => this.checkpoint(held) });
+      })
       .then((result) => {
         if (!result.ran) this.ctx.logger.debug('profile checks skipped: another portal instance is running them');
       })

@@ -5,6 +5,7 @@
 // applies the configured one once; and an instance still on an older mapping leaves the checks
 // to the instances of the mapping applied last.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -18,8 +19,14 @@ import {
   GROUP_PROFILES_CALL,
   replaceDirectoryGroup,
 } from '../../../src/core/directory/index.js';
-import { APPLIED_MAPPING_KEY, mayTakeMore, NOTING_KEY } from '../../../src/core/directory/mapping-change.js';
-import { writeState } from '../../../src/storage/portal-state.js';
+import {
+  APPLIED_MAPPING_KEY,
+  canonicalMapping,
+  mayTakeMore,
+  NOTING_KEY,
+} from '../../../src/core/directory/mapping-change.js';
+import { readState, writeState } from '../../../src/storage/portal-state.js';
+import { mountTmpfs, type Tmpfs } from '../../support/tmpfs.js';
 import { asProfileId, type ProfileId } from '../../../src/shared/ids.js';
 import { auditLog } from '../../support/admin-keys.js';
 import { UNREACHABLE_NODE, startTestPortal, type TestPortal } from '../../support/test-portal.js';
@@ -36,14 +43,17 @@ type Start = (
 
 /**
  * Starts portals on a data directory of the test's own, so that each shares the database of the
- * one before (or on `database`); at the end closes them all, then removes the directory.
+ * one before (or on `database`); at the end closes them all, then removes the directory. On
+ * `disk`, the directory is there and the database SQLite's, whatever the pass.
  */
-function portals(t: TestContext): Start {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'vpn-portal-mapping-'));
+function portals(t: TestContext, disk?: Tmpfs): Start {
+  const dataDir =
+    disk === undefined ? mkdtempSync(path.join(tmpdir(), 'vpn-portal-mapping-')) : path.join(disk.dir, 'data');
   const started: TestPortal[] = [];
   t.after(async () => {
     for (const portal of started) await portal.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    if (disk === undefined) rmSync(dataDir, { recursive: true, force: true });
+    else disk.unmount();
   });
   const profile = (profileId: string, range: number) => ({
     profileId,
@@ -56,6 +66,7 @@ function portals(t: TestContext): Start {
   return async (mapping, database) => {
     const portal = await startTestPortal({
       ...(database === undefined ? { dataDir } : { dataDir: mkdtempSync(path.join(dataDir, 'other-')), database }),
+      ...(disk === undefined ? {} : { database: 'sqlite' }),
       config: {
         ProfileList: [profile('employees', 54), profile('guests', 55), profile('contractors', 56)],
         scim: { groupProfiles: mapping },
@@ -141,6 +152,30 @@ test('a grant taken from a group by an edited mapping is taken, with a receipt, 
   await portal.close();
   const again = await start(AFTER);
   assert.deepEqual(await noted(again.portal), []);
+});
+
+test('SQLite only: a start on a database it cannot write, its mapping edited, starts all the same and reads; the next start that can write applies the mapping', async (t) => {
+  const disk = mountTmpfs(16 * 1024 * 1024);
+  const start = portals(t, disk);
+  const first = await start(BEFORE);
+  await staffAndAdmins(first.ctx, first.portal);
+  await first.portal.close();
+
+  // Immutable: SQLite opens it read-only, as a file of another user would be.
+  const databaseFile = path.join(disk.dir, 'data', 'db.sqlite');
+  execFileSync('chattr', ['+i', databaseFile]);
+  // Unlocked again below; should the test fail first, the disk's unmount takes the file with it.
+  const readOnly = await start(AFTER);
+  assert.deepEqual(await profilesOf(readOnly.portal, 'alice'), ['contractors', 'employees', 'guests']);
+  await readOnly.portal.reconcile();
+  assert.equal(await readState(readOnly.portal.portal.ctx.db, APPLIED_MAPPING_KEY), canonicalMapping(map(BEFORE)));
+  await readOnly.portal.close();
+
+  execFileSync('chattr', ['-i', databaseFile]);
+  const { portal } = await start(AFTER);
+  await portal.reconcile();
+  assert.deepEqual(await profilesOf(portal, 'alice'), ['employees', 'guests']);
+  assert.deepEqual(await profilesOf(portal, 'bob'), ['contractors', 'employees', 'guests']);
 });
 
 test('a mapping that only adds grants, or unmaps a profile, notes nobody; one that maps a profile anew notes everyone', async (t) => {
