@@ -127,8 +127,8 @@ export class ReconcileScheduler {
   /**
    * Whether this instance has still to compare its `scim.groupProfiles` with the mapping last
    * applied (src/core/directory/mapping-change.ts): the start does, and when the database
-   * refused, the profile checks try again until done. Only then: instances with different
-   * mappings never make each other note everyone again.
+   * refused, the profile checks try again until done. Never after: instances with different
+   * mappings must not make each other note everyone again and again.
    */
   private mappingToApply = false;
   /** Node passes under way or waiting for their place. */
