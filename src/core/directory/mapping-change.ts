@@ -5,8 +5,10 @@
 // reconcile pass it runs at start take what the new mapping no longer grants (a revocation is
 // final: an administrator who takes a grant away expects it gone). A mapping that only adds
 // grants, or unmaps a profile, takes nothing more: it is remembered and nobody is noted. A
-// database that never remembered one (a fresh one, or one from a version before this) counts as
-// having applied `{}`, so the first start applies the mapping once.
+// mapping on a database that never remembered one (the first start with a mapping, or the first
+// of this version) is remembered and notes nobody: it takes at each member's next group change,
+// as it always did, since revoking everyone's configurations at once is not undone, and an
+// upgrade or a first mapping before the directory pushed its groups must not do it by surprise.
 import { randomUUID } from 'node:crypto';
 import type { PortalConfig } from '../../config/portal-config.js';
 import type { ProfileId } from '../../shared/ids.js';
@@ -92,8 +94,15 @@ export async function applyMappingChange(ctx: PortalContext, due: Date): Promise
   const remembered = await readState(ctx.db, APPLIED_MAPPING_KEY);
   const unfinished = await readState(ctx.db, NOTING_KEY);
   if (remembered === canonical && unfinished === null) return 0;
-  // Nothing to remember: a portal without a mapping writes nothing (it may be on a read-only database).
-  if (remembered === null && unfinished === null && configured.size === 0) return 0;
+  if (remembered === null && unfinished === null) {
+    // Nothing to remember: a portal without a mapping writes nothing (it may be on a read-only database).
+    if (configured.size === 0) return 0;
+    await writeState(ctx.db, APPLIED_MAPPING_KEY, canonical);
+    ctx.logger.info(
+      'scim.groupProfiles is remembered as the mapping applied; it takes from each member at their next group change, and a later edit that may take more is applied to everyone at the start after it',
+    );
+    return 0;
+  }
   if (unfinished === null && !mayTakeMore(parseMapping(remembered), configured)) {
     await writeState(ctx.db, APPLIED_MAPPING_KEY, canonical);
     if (remembered !== null)

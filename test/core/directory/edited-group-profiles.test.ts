@@ -205,18 +205,28 @@ test('a mapping that only adds grants, or unmaps a profile, notes nobody; one th
   assert.equal(await appliedAtStart({ 'VPN Staff': ['guests'], 'VPN Admins': ['employees'] }), 0, 'finished');
 });
 
-test('a database that never remembered a mapping, as after an upgrade, has the configured one applied once', async (t) => {
+test('a database that never remembered a mapping, as after an upgrade, remembers the configured one and takes nothing at start; the next edit that may take more is applied to everyone', async (t) => {
   const start = portals(t);
   const first = await start(AFTER);
   const alice = await provision(first.ctx, first.portal, 'alice');
   await createDirectoryGroup(first.ctx, { displayName: 'VPN Staff', externalId: null, memberIds: [alice] });
+  // Adding a member takes nothing: alice keeps contractors, which no group of hers grants, until
+  // a change takes it.
   // As a version that did not remember it left the database.
   await first.portal.portal.ctx.db.deleteFrom('portal_state').where('key', '=', APPLIED_MAPPING_KEY).execute();
   await first.portal.close();
 
-  const { portal } = await start(AFTER);
+  const upgraded = await start(AFTER);
+  await upgraded.portal.reconcile();
+  assert.deepEqual(await noted(upgraded.portal), [], 'nobody noted by the upgrade');
+  assert.deepEqual(await profilesOf(upgraded.portal, 'alice'), ['contractors', 'employees', 'guests']);
+  assert.equal(await readState(upgraded.portal.portal.ctx.db, APPLIED_MAPPING_KEY), canonicalMapping(map(AFTER)));
+  await upgraded.portal.close();
+
+  // Employees mapped to VPN Staff: a mapping that may take more, applied to everyone.
+  const { portal } = await start({ 'VPN Staff': ['employees'], 'VPN Admins': ['contractors'] });
   await portal.reconcile();
-  assert.deepEqual(await profilesOf(portal, 'alice'), ['employees', 'guests']);
+  assert.deepEqual(await profilesOf(portal, 'alice'), ['employees', 'guests'], 'no group of hers grants contractors');
   assert.deepEqual(await noted(portal), []);
 });
 
