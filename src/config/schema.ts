@@ -482,7 +482,7 @@ export const portalConfigSchema = z.strictObject({
           crlRefresh: isoDuration
             .default('PT5M')
             .describe(
-              'How often the revocation lists are read again, PT1S to P1D; one that cannot be read, or is refused (not signed by the CA it names, not yet valid, past its nextUpdate), keeps the last good one and is read again 10 s later, then twice as long after each failure, up to crlRefresh.',
+              'How often the revocation lists are read again, PT1S to P1D; one that cannot be read, or is refused (not signed by the CA it names, not yet valid, past its nextUpdate), keeps the last good one (once that is past its nextUpdate, certificates of its CA wait, 503, for a current one) and is read again 10 s later, then twice as long after each failure, up to crlRefresh.',
             ),
           crlMaxRetire: z
             .union([z.int().min(1), z.string().regex(/^\d{1,3}(\.\d+)?%$/, 'a count, or a percentage such as "5%"')])

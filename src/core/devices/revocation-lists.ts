@@ -331,6 +331,44 @@ export class RevocationListRefresher {
     return pending;
   }
 
+  /**
+   * The sources whose list in force is of a CA of the chain of `authorities` and past its
+   * nextUpdate, while no current list of that CA is in force from another source: no newer list
+   * could be read (the distribution point down, or its answers withheld on the way), so a
+   * revocation published since may be missing, and such a list proves nothing about now. Their
+   * certificates wait, as for a first list, rather than enroll on a list the CA replaced.
+   */
+  async expiredFor(
+    authorities: readonly CaCertificate[],
+    now: Date,
+  ): Promise<{ readonly location: string; readonly nextUpdate: Date }[]> {
+    const expired: { location: string; nextUpdate: Date; authority: CaCertificate }[] = [];
+    for (const [index, list] of this.#inForce.entries()) {
+      const nextUpdate = list?.crl.nextUpdate;
+      if (list === null || list === undefined || nextUpdate === undefined || nextUpdate.getTime() >= now.getTime())
+        continue;
+      for (const authority of authorities)
+        if (list.crl.issuer === authority.subject && (await crlSignedBy(list.crl, [authority])))
+          expired.push({ location: this.#config.crlSources[index]?.location ?? '', nextUpdate, authority });
+    }
+    const current = async (authority: CaCertificate): Promise<boolean> => {
+      for (const list of this.#inForce)
+        if (
+          list !== null &&
+          list !== undefined &&
+          list.crl.issuer === authority.subject &&
+          notCurrent(list.crl, now) === null &&
+          (await crlSignedBy(list.crl, [authority]))
+        )
+          return true;
+      return false;
+    };
+    const waiting: { location: string; nextUpdate: Date }[] = [];
+    for (const { location, nextUpdate, authority } of expired)
+      if (!(await current(authority))) waiting.push({ location, nextUpdate });
+    return waiting;
+  }
+
   /** Lists refused since the portal started, by reason. */
   refusals(): ReadonlyMap<CrlRefusalReason, number> {
     return this.#refused;

@@ -22,6 +22,7 @@ import {
   type TrustAnchorStanding,
 } from '../../keys/client-certificate.js';
 import { messageOf } from '../../shared/error-message.js';
+import { formatAtom } from '../../shared/time.js';
 import { sendError, statusOfPortalError } from '../plumbing/error-reply.js';
 import { unauthenticatedCaller, type AdminCall } from '../../core/admin-call.js';
 import { recordAdminCall } from '../../core/access/index.js';
@@ -115,6 +116,8 @@ function readSourceIssuer(pem: string, index: number): CaCertificate[] {
 
 /** What a 503 for revocation lists not read yet says in Retry-After: about one refresh of a slow distribution point. */
 const LISTS_NOT_READ_RETRY_SECONDS = 5;
+/** An expired list is read again 10 s after each failure, then less often: a minute apart is enough. */
+const EXPIRED_LIST_RETRY_SECONDS = 60;
 
 /**
  * A refused certificate enrollment is in the audit log (call `enroll`, no key), as refused Admin
@@ -158,6 +161,19 @@ export async function enrollWithCertificate(
     request.log.warn({ ip: request.ip, crl: notRead }, 'certificate enrollment waits for a revocation list');
     await auditRefusal(ctx, request.ip, { device_id: verdict.certificate.deviceId }, 503, reason);
     await sendError(reply, 503, reason, { 'retry-after': String(LISTS_NOT_READ_RETRY_SECONDS) });
+    return;
+  }
+  // A list past its nextUpdate may lack a revocation published since: it waits for a newer one.
+  const expired = await check.revocationLists.expiredFor(verdict.authorities, ctx.clock.now());
+  if (expired.length > 0) {
+    const named = expired.map(({ location, nextUpdate }) => `${location} (nextUpdate ${formatAtom(nextUpdate)})`);
+    const reason = `the revocation list ${named.join(', ')} of this certificate's CA has expired and no newer one could be read yet; try again later`;
+    request.log.warn(
+      { ip: request.ip, crl: expired.map(({ location }) => location) },
+      'certificate enrollment waits for a current revocation list',
+    );
+    await auditRefusal(ctx, request.ip, { device_id: verdict.certificate.deviceId }, 503, reason);
+    await sendError(reply, 503, reason, { 'retry-after': String(EXPIRED_LIST_RETRY_SECONDS) });
     return;
   }
   try {

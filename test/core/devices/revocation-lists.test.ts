@@ -40,6 +40,7 @@ import {
   metricsText,
 } from '../../support/test-portal.js';
 import { capturedLog } from '../../support/captured-log.js';
+import { shiftedClock } from '../../support/shifted-clock.js';
 import { until, within } from '../../support/until.js';
 
 const REFRESH_MS = 1000;
@@ -677,6 +678,63 @@ describe('a distribution point whose first reading fails is read again within se
 
     crls.failing = false;
     await assertEnrollmentRefusedAsRevoked(enrollUrl, ca, revoked);
+  });
+});
+
+describe('a list in force past its nextUpdate', () => {
+  let ca: MdmCa;
+  let crls: CrlServer;
+  let served: string;
+  let portal: TestPortal;
+  const clock = shiftedClock();
+  const HOUR = 3_600_000;
+
+  before(async () => {
+    ca = MdmCa.make('Expiring MDM');
+    served = ca.writeCrl({ nextUpdate: new Date(Date.now() + HOUR) });
+    crls = await CrlServer.start(() => served);
+    portal = await startTestPortal({
+      clock,
+      config: {
+        enrollment: ca.mutualTlsEnrollment({ intermediates: [ca.issuingFile], crl: [crls.url], crlRefresh: 'PT2S' }),
+      },
+    });
+  });
+
+  after(async () => {
+    await portal?.close();
+    await crls?.close();
+    ca?.remove();
+  });
+
+  test('keeps enrollment of its CA waiting (503) while no newer list can be read: a revocation published since may be missing from it', async () => {
+    await registerLinuxDevice(portal, 'olga', 'EXPIRING-1');
+    await enrollNewCertificate(portal, ca, 'olga-laptop', 'EXPIRING-1');
+
+    // The distribution point goes down (or its answers are withheld on the way) past the list's nextUpdate.
+    crls.failing = true;
+    const readsBefore = crls.requests;
+    clock.advance(2 * HOUR);
+    await until('the portal tried to read a newer list', async () => crls.requests > readsBefore);
+    const other = await registerLinuxDevice(portal, 'pavel', 'EXPIRING-2');
+    const certificate = ca.device('pavel-laptop', { cn: 'pavel-laptop', uri: 'urn:mdm:serial:EXPIRING-2' });
+    const enroll = () =>
+      enrollOverTls(tlsEnrollUrl(portal), ca, certificate, { public_key: generateWireGuardKeyPair().publicKey });
+    const waiting = await enroll();
+    assert.equal(waiting.status, 503, waiting.text);
+    assert.equal(waiting.headers['retry-after'], '60');
+    assert.ok(waiting.text.includes(`the revocation list ${crls.url} (nextUpdate `), waiting.text);
+    assert.ok(waiting.text.includes('has expired and no newer one could be read yet'), waiting.text);
+    assert.deepEqual((await portal.admin.device(other.device_id)).configurations, [], 'nothing enrolled');
+
+    // The CA's next list is served again: enrollment goes on.
+    served = ca.writeCrl({
+      thisUpdate: new Date(clock.now().getTime() - 60_000),
+      nextUpdate: new Date(clock.now().getTime() + HOUR),
+    });
+    crls.failing = false;
+    await until('the device enrolls once a current list is read', async () => (await enroll()).status === 200, 30_000);
+    assert.equal((await portal.admin.device(other.device_id)).configurations.length, 1);
   });
 });
 
