@@ -43,6 +43,15 @@ export type TunnelEndReason =
   /** The relay was full and needed the place of a tunnel WireGuard has not answered yet. */
   | 'evicted';
 
+/**
+ * A WireGuard cookie reply (message type 3, 64 bytes): sent under load to any initiation whose
+ * mac1 is right, and mac1 needs only the server's public key, which every client has. It proves
+ * nothing about the client, so it does not make a tunnel one WireGuard answered.
+ */
+function isCookieReply(datagram: Buffer): boolean {
+  return datagram.length === 64 && datagram.readUInt32LE(0) === 3;
+}
+
 /** Datagrams to WireGuard queued in the UDP socket beyond this are dropped. */
 const MAX_UDP_SEND_QUEUE = 1024;
 /** After a graceful end, how long the client has to read what is left before the socket is destroyed. */
@@ -79,6 +88,8 @@ export class ProxyGuardTunnel {
   readonly #onAnswered: () => void;
   readonly #decoder = new FrameDecoder();
   #ended = false;
+  /** WireGuard sent something other than a cookie reply: it knows the client (onAnswered). */
+  #answered = false;
   #stallTimer: NodeJS.Timeout | null = null;
   #droppedToClient = 0;
   #droppedToWireGuard = 0;
@@ -99,7 +110,7 @@ export class ProxyGuardTunnel {
     readonly awakeMs: () => number;
     readonly logger: Logger;
     readonly onEnd: (reason: TunnelEndReason) => void;
-    /** WireGuard sent its first datagram: the client proved itself a peer (a handshake answered). */
+    /** WireGuard sent its first datagram other than a cookie reply: the client proved itself a peer (a handshake answered). */
     readonly onAnswered?: () => void;
   }) {
     this.#socket = options.socket;
@@ -179,9 +190,11 @@ export class ProxyGuardTunnel {
   #fromWireGuard(datagram: Buffer): void {
     // WireGuard never sends an empty datagram, and an empty frame would be a protocol error.
     if (this.#ended || datagram.length === 0) return;
-    const first = this.#lastFromWireGuardMs === null;
     this.#lastFromWireGuardMs = this.#awakeMs();
-    if (first) this.#onAnswered();
+    if (!this.#answered && !isCookieReply(datagram)) {
+      this.#answered = true;
+      this.#onAnswered();
+    }
     if (this.#isBacklogged()) {
       this.#droppedToClient += 1;
       this.#stallTimer ??= setTimeout(() => {

@@ -578,6 +578,24 @@ describe('tunnels that WireGuard does not answer', () => {
       await assertEchoes(tunnel, 'unaffected', 'every answered tunnel stays');
   });
 
+  test('a cookie reply, which WireGuard under load sends to anyone who knows its public key, does not make a tunnel one WireGuard answered', async (t) => {
+    const relay = await startRelay(t, (await startEchoTarget(t)).port, { maxTunnels: 2 });
+    const real = await tunnelTo(t, relay);
+    await assertEchoes(real, 'handshake', 'WireGuard answers the real client');
+    // A cookie reply (type 3, 64 bytes) proves nothing about the client: WireGuard sends one to
+    // any initiation whose mac1 is right, and mac1 needs only the server's public key.
+    const cookieReply = Buffer.alloc(64);
+    cookieReply.writeUInt32LE(3, 0);
+    const junk = await tunnelTo(t, relay);
+    junk.send(cookieReply);
+    assert.deepEqual(await junk.next(5_000), cookieReply, 'the stand-in WireGuard sent the cookie reply back');
+
+    const arriving = await tunnelTo(t, relay);
+    await assertEchoes(arriving, 'my handshake', 'a real client arriving at a full relay gets a tunnel');
+    await within(junk.closed, 'the tunnel WireGuard only sent a cookie reply to gave its place', 1_000);
+    await assertEchoes(real, 'still here', 'an answered tunnel is never taken');
+  });
+
   test('after a real exchange, frames WireGuard drops do not keep a tunnel past the idle timeout; traffic both ways does', async (t) => {
     const relay = await startRelay(t, await startTargetDroppingJunk(t), { idleTimeoutMs: 500 });
     const junk = await tunnelTo(t, relay);
