@@ -42,7 +42,7 @@ import { retireDevice } from '../devices/index.js';
 import { revokeEnrollmentToken, tokenState } from '../enrollment/index.js';
 import { deleteConnection } from '../users/index.js';
 import { callForUser } from './call-for-user.js';
-import { appliedMappingDiffers, applyMappingChange } from './mapping-change.js';
+import { appliedMappingDiffers, applyMappingChange, someMappingApplied } from './mapping-change.js';
 
 /** The audit log's call for the checks a reconcile pass runs. */
 export const GROUP_PROFILES_CALL = 'scim_group_profiles';
@@ -105,7 +105,10 @@ export async function noteGroupProfileChecks(
   trx: Db,
   members: readonly ScimGroupMember[],
 ): Promise<string | null> {
-  if (ctx.config.scim.groupProfiles.size === 0 || members.length === 0) return null;
+  if (members.length === 0) return null;
+  // Without a mapping of its own, this instance still notes for the instances of the one
+  // applied (a rolling restart that brings the first mapping): its checks leave the notes.
+  if (ctx.config.scim.groupProfiles.size === 0 && !(await someMappingApplied(trx))) return null;
   const check = randomUUID();
   await noteProfileChecks(
     trx,

@@ -15,6 +15,7 @@ import type { ProfileId } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
 import { deleteState, readState, writeState } from '../../storage/portal-state.js';
 import { noteProfileChecks, SCIM_IDS_PER_STATEMENT, scimIdsAfter } from '../../storage/scim-users.js';
+import type { Db } from '../../storage/database.js';
 import type { PortalContext } from '../context.js';
 
 type GroupProfiles = PortalConfig['scim']['groupProfiles'];
@@ -70,6 +71,16 @@ export function mayTakeMore(previous: GroupProfiles, next: GroupProfiles): boole
       if (profiles.includes(profileId) && !(next.get(group) ?? []).includes(profileId)) return true;
   }
   return false;
+}
+
+/**
+ * Whether some instance applies a mapping that groups grant or take by: read by an instance
+ * without one in a group change's transaction, so that it notes the change's members for the
+ * instances of that mapping rather than leaving them unchecked.
+ */
+export async function someMappingApplied(db: Db): Promise<boolean> {
+  const applied = await readState(db, APPLIED_MAPPING_KEY);
+  return applied !== null && applied !== canonicalMapping(new Map());
 }
 
 /** Whether another portal instance started since with a different mapping (null: the same). */

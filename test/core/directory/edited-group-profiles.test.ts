@@ -268,3 +268,26 @@ test('only a mapping that maps a profile anew or takes a grant from a group may 
     false,
   );
 });
+
+test('a group change an instance without a mapping handles is still checked by an instance of the mapping applied last', async (t) => {
+  const start = portals(t);
+  // A rolling restart that brings the first mapping: the older instance has none.
+  const older = await start({});
+  const alice = await provision(older.ctx, older.portal, 'alice');
+  const staff = await createDirectoryGroup(older.ctx, {
+    displayName: 'VPN Staff',
+    externalId: null,
+    memberIds: [alice],
+  });
+  const newer = await start(BEFORE, older.portal.database);
+
+  // Alice leaves VPN Staff, the group that granted her guests and contractors, through the older instance.
+  await replaceDirectoryGroup(older.ctx, staff.id, { displayName: 'VPN Staff', externalId: null, memberIds: [] });
+  await older.portal.reconcile();
+  await newer.portal.reconcile();
+  assert.deepEqual(
+    await profilesOf(newer.portal, 'alice'),
+    ['employees'],
+    'her group change is checked by the mapping applied, as one the newer instance handled would be',
+  );
+});
