@@ -17,8 +17,9 @@
 // they are when it runs and only ever takes configurations away: run late, or twice, it can
 // never give back what was taken (a revocation is final), nor go by memberships a later change
 // replaced. An edited mapping that may take more notes every directory user at start
-// (mapping-change.ts); an instance still on an older mapping checks by its own but leaves the
-// notes to the instances of the mapping applied last, which may take more.
+// (mapping-change.ts); an instance still on an older mapping checks the group changes it handles
+// by its own but leaves their notes, and checks no pending note, to the instances of the mapping
+// applied last, which may take more (and its own could take what that one grants).
 import { randomUUID } from 'node:crypto';
 import { asConnectionId, type RevocationId, type UserId } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
@@ -78,9 +79,9 @@ export function applyEditedGroupProfiles(ctx: PortalContext): Promise<number> {
 
 /**
  * Whether this instance's mapping is not the one last applied: another instance started since
- * with a different one (a rolling restart under way, or a mistake). Its checks still take what
- * its own mapping takes, but leave the notes for an instance of the applied mapping, which may
- * take more. A database that cannot say counts as yes: the notes stay, nothing is lost.
+ * with a different one (a rolling restart under way, or a mistake). The checks of the group
+ * changes it handles still take what its own mapping takes, but leave the notes for an instance
+ * of the applied mapping, which may take more; pending notes it leaves alone. A database that cannot say counts as yes: the notes stay, nothing is lost.
  */
 async function mappingOutdated(ctx: PortalContext): Promise<boolean> {
   try {
@@ -184,15 +185,18 @@ export async function applyPendingGroupProfiles(
   while (taken < limit) {
     const page = await pendingProfileChecks(ctx.db, notedBy, after, Math.min(PENDING_PAGE, limit - taken));
     if (page.length === 0) return done;
-    // Read after the page: a note made by an instance of a newer mapping is seen as such.
-    const outdated = await mappingOutdated(ctx);
+    // Read after the page: a note made by an instance of a newer mapping is seen as such. Such
+    // notes are left to the instances of the mapping applied: checked by this one's, they could
+    // lose what that mapping grants, and as nothing clears them, the same first ones would be
+    // checked again at every run while the rest waited.
+    if (await mappingOutdated(ctx)) return done;
     for (const { userId, check } of page) {
       options.checkpoint?.();
       after = userId;
       taken += 1;
       try {
         await checkProfiles(portalCtx, userId, []);
-        if (!outdated) await clearProfileCheck(ctx.db, userId, check);
+        await clearProfileCheck(ctx.db, userId, check);
         done += 1;
       } catch (error) {
         if (storageOutage(error) !== null) throw error;

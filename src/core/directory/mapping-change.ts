@@ -5,8 +5,8 @@
 // reconcile pass it runs at start take what the new mapping no longer grants (a revocation is
 // final: an administrator who takes a grant away expects it gone). A mapping that only adds
 // grants, or unmaps a profile, takes nothing more: it is remembered and nobody is noted. A
-// mapping on a database that never remembered one (the first start with a mapping, or the first
-// of this version) is remembered and notes nobody: it takes at each member's next group change,
+// mapping on a database that never remembered one, or remembered `{}` (the first start with a
+// mapping, one after it was `{}`, or the first of this version) is remembered and notes nobody: it takes at each member's next group change,
 // as it always did, since revoking everyone's configurations at once is not undone, and an
 // upgrade or a first mapping before the directory pushed its groups must not do it by surprise.
 import { randomUUID } from 'node:crypto';
@@ -105,7 +105,8 @@ export async function applyMappingChange(ctx: PortalContext, due: Date): Promise
   const remembered = await readState(ctx.db, APPLIED_MAPPING_KEY);
   const unfinished = await readState(ctx.db, NOTING_KEY);
   if (remembered === canonical && unfinished === null) return 0;
-  if (remembered === null && unfinished === null) {
+  // No mapping applied before (none remembered, or `{}`): the first one takes nothing at start.
+  if (unfinished === null && (remembered === null || parseMapping(remembered).size === 0)) {
     // Nothing to remember: a portal without a mapping writes nothing (it may be on a read-only database).
     if (configured.size === 0) return 0;
     await writeState(ctx.db, APPLIED_MAPPING_KEY, canonical);

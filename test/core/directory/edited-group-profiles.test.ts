@@ -1,9 +1,9 @@
 // An edited `scim.groupProfiles` on a real database, across a restart of the portal: a grant
 // taken away from a group is applied by the first reconcile pass to every member no other group
 // grants it (a receipt each), not only at their next group change; a mapping that only adds
-// takes nothing and notes nobody; a database that never remembered a mapping (an upgrade)
-// applies the configured one once; and an instance still on an older mapping leaves the checks
-// to the instances of the mapping applied last.
+// takes nothing and notes nobody; a database that never remembered a mapping (an upgrade), or
+// remembered `{}`, remembers the configured one and takes nothing at start; and an instance
+// still on an older mapping leaves the checks to the instances of the mapping applied last.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -26,6 +26,8 @@ import {
   NOTING_KEY,
 } from '../../../src/core/directory/mapping-change.js';
 import { readState, writeState } from '../../../src/storage/portal-state.js';
+import { noteProfileChecks } from '../../../src/storage/scim-users.js';
+import { formatAtom } from '../../../src/shared/time.js';
 import { mountTmpfs, type Tmpfs } from '../../support/tmpfs.js';
 import { asProfileId, type ProfileId } from '../../../src/shared/ids.js';
 import { auditLog } from '../../support/admin-keys.js';
@@ -254,6 +256,53 @@ test('an instance still on the mapping applied before checks by its own but leav
   await newer.portal.reconcile();
   assert.deepEqual(await profilesOf(newer.portal, 'alice'), ['employees', 'guests']);
   assert.deepEqual(await noted(newer.portal), []);
+});
+
+test('the reconcile pass of an instance still on an older mapping leaves the pending checks alone: its mapping could take what the applied one grants', async (t) => {
+  const start = portals(t);
+  const older = await start(AFTER);
+  const alice = await provision(older.ctx, older.portal, 'alice');
+  await createDirectoryGroup(older.ctx, { displayName: 'VPN Staff', externalId: null, memberIds: [alice] });
+  // A rolling restart: the newer instance grants VPN Staff contractors too.
+  const newer = await start(BEFORE, older.portal.database);
+  await newer.portal.reconcile();
+  // A check of alice is due (a group change's, left by a failure, say).
+  await noteProfileChecks(
+    older.portal.portal.ctx.db,
+    [alice],
+    'a check left over',
+    formatAtom(new Date(Date.now() - 3_600_000)),
+  );
+
+  await older.portal.reconcile();
+  assert.deepEqual(
+    await profilesOf(older.portal, 'alice'),
+    ['contractors', 'employees', 'guests'],
+    'nothing taken by the older mapping',
+  );
+  assert.deepEqual(await noted(older.portal), ['alice'], 'left for the newer instance');
+  await newer.portal.reconcile();
+  assert.deepEqual(
+    await profilesOf(newer.portal, 'alice'),
+    ['contractors', 'employees', 'guests'],
+    'the applied mapping grants it',
+  );
+  assert.deepEqual(await noted(newer.portal), []);
+});
+
+test('a mapping set again after `{}` is remembered and takes nothing at start, as a first one', async (t) => {
+  const start = portals(t);
+  const first = await start(AFTER);
+  const alice = await provision(first.ctx, first.portal, 'alice');
+  await createDirectoryGroup(first.ctx, { displayName: 'VPN Staff', externalId: null, memberIds: [alice] });
+  await first.portal.close();
+  await (await start({})).portal.close();
+
+  const { portal } = await start(AFTER);
+  await portal.reconcile();
+  assert.deepEqual(await noted(portal), []);
+  assert.deepEqual(await profilesOf(portal, 'alice'), ['contractors', 'employees', 'guests']);
+  assert.equal(await readState(portal.portal.ctx.db, APPLIED_MAPPING_KEY), canonicalMapping(map(AFTER)));
 });
 
 test('only a mapping that maps a profile anew or takes a grant from a group may take more', () => {
