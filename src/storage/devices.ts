@@ -125,6 +125,11 @@ export async function findLiveDevice(
   return row === undefined ? undefined : toDevice(row);
 }
 
+/** The retired devices named by this serial (or mdm_id): where each look-up of a retired device starts. */
+function retiredDevicesNamed(db: Db, by: 'serial' | 'mdm_id', value: string) {
+  return db.selectFrom('devices').selectAll().where(by, '=', value).where('state', '=', 'retired');
+}
+
 /**
  * A retired device named by this serial (or mdm_id) that proved itself with this very
  * certificate: the one it was bound to last (its issuer's name and serial number, as stored), or
@@ -136,11 +141,7 @@ export async function findRetiredDeviceOfCertificate(
   value: string,
   certificate: { readonly issuer: string; readonly serialNumber: string },
 ): Promise<StoredDevice | undefined> {
-  const row = await db
-    .selectFrom('devices')
-    .selectAll()
-    .where(by, '=', value)
-    .where('state', '=', 'retired')
+  const row = await retiredDevicesNamed(db, by, value)
     .where((eb) =>
       eb.or([
         eb.and([
@@ -172,11 +173,7 @@ export async function findRetiredDeviceOfUser(
   value: string,
   userId: UserId,
 ): Promise<StoredDevice | undefined> {
-  const row = await db
-    .selectFrom('devices')
-    .selectAll()
-    .where(by, '=', value)
-    .where('state', '=', 'retired')
+  const row = await retiredDevicesNamed(db, by, value)
     .where('user_id', '=', userId)
     .orderBy('retired_at', 'desc')
     .orderBy('device_id', 'desc')
