@@ -81,7 +81,8 @@ export function applyEditedGroupProfiles(ctx: PortalContext): Promise<number> {
  * Whether this instance's mapping is not the one last applied: another instance started since
  * with a different one (a rolling restart under way, or a mistake). The checks of the group
  * changes it handles still take what its own mapping takes, but leave the notes for an instance
- * of the applied mapping, which may take more; pending notes it leaves alone. A database that cannot say counts as yes: the notes stay, nothing is lost.
+ * of the applied mapping, which may take more; pending notes it leaves alone. A database that
+ * cannot say counts as yes: the notes stay, nothing is lost.
  */
 async function mappingOutdated(ctx: PortalContext): Promise<boolean> {
   try {

@@ -6,9 +6,10 @@
 // final: an administrator who takes a grant away expects it gone). A mapping that only adds
 // grants, or unmaps a profile, takes nothing more: it is remembered and nobody is noted. A
 // mapping on a database that never remembered one, or remembered `{}` (the first start with a
-// mapping, one after it was `{}`, or the first of this version) is remembered and notes nobody: it takes at each member's next group change,
-// as it always did, since revoking everyone's configurations at once is not undone, and an
-// upgrade or a first mapping before the directory pushed its groups must not do it by surprise.
+// mapping, one after it was `{}`, or the first of this version) is remembered and notes nobody:
+// it takes at each member's next group change, as it always did, since revoking everyone's
+// configurations at once is not undone, and an upgrade or a first mapping before the directory
+// pushed its groups must not do it by surprise.
 import { randomUUID } from 'node:crypto';
 import type { PortalConfig } from '../../config/portal-config.js';
 import type { ProfileId } from '../../shared/ids.js';
@@ -35,8 +36,9 @@ export function canonicalMapping(mapping: GroupProfiles): string {
 }
 
 /**
- * The remembered mapping; `{}` when none was remembered, or when it cannot be read (so the
- * configured one is applied to everyone, the side that keeps nothing it should take).
+ * The remembered mapping; `{}` when none was remembered, or when it cannot be read (the
+ * configured one is then remembered as a first mapping is: a text nobody can read is no reason
+ * to revoke everyone's configurations).
  */
 function parseMapping(text: string | null): GroupProfiles {
   if (text === null) return new Map();
