@@ -210,7 +210,7 @@ export class ProxyGuardTunnel {
 
   /**
    * When the tunnel ends unless traffic comes: answerTimeoutMs after the upgrade while WireGuard
-   * has sent nothing, then idleTimeoutMs after the older of the last byte from the client and the
+   * has sent nothing but cookie replies (which anyone can get), then idleTimeoutMs after the older of the last byte from the client and the
    * last datagram from WireGuard. One timer, moved on when it fires, not on every frame.
    */
   #deadline(): { atMs: number; reason: 'idle' | 'unanswered' } {
@@ -218,7 +218,7 @@ export class ProxyGuardTunnel {
       atMs: Math.min(this.#lastFromClientMs, this.#lastFromWireGuardMs ?? this.#startedMs) + this.#limits.idleTimeoutMs,
       reason: 'idle',
     } as const;
-    if (this.#lastFromWireGuardMs !== null) return idle;
+    if (this.#answered) return idle;
     const unanswered = { atMs: this.#startedMs + this.#limits.answerTimeoutMs, reason: 'unanswered' } as const;
     return unanswered.atMs <= idle.atMs ? unanswered : idle;
   }

@@ -596,6 +596,17 @@ describe('tunnels that WireGuard does not answer', () => {
     await assertEchoes(real, 'still here', 'an answered tunnel is never taken');
   });
 
+  test('a tunnel to which WireGuard sent only cookie replies is closed after answerTimeoutMs, as one it never answered', async (t) => {
+    const relay = await startRelay(t, (await startEchoTarget(t)).port, { answerTimeoutMs: 500 });
+    const cookieReply = Buffer.alloc(64);
+    cookieReply.writeUInt32LE(3, 0);
+    const junk = await tunnelTo(t, relay);
+    const sending = setInterval(() => junk.send(cookieReply), 100);
+    t.after(() => clearInterval(sending));
+    await within(junk.closed, 'the relay closes the tunnel that only got cookie replies', 5_000);
+    assert.equal(relay.tunnelCount, 0);
+  });
+
   test('after a real exchange, frames WireGuard drops do not keep a tunnel past the idle timeout; traffic both ways does', async (t) => {
     const relay = await startRelay(t, await startTargetDroppingJunk(t), { idleTimeoutMs: 500 });
     const junk = await tunnelTo(t, relay);
