@@ -232,15 +232,8 @@ export class ProxyGuardRelay {
       refuseRaw(socket, 503, 'the relay is shutting down', { 'retry-after': '5' });
       return;
     }
-    if (this.tunnelCount >= this.#options.maxTunnels) this.#evictOldestUnanswered();
-    if (this.tunnelCount >= this.#options.maxTunnels) {
-      if (!this.#warnedFull)
-        this.#logger.warn(
-          { maxTunnels: this.#options.maxTunnels },
-          'ProxyGuard: tunnel limit reached, refusing new tunnels',
-        );
-      this.#warnedFull = true;
-      refuseRaw(socket, 503, `tunnel limit of ${this.#options.maxTunnels} reached`, { 'retry-after': '5' });
+    if (!this.#hasRoomOrEvictable()) {
+      this.#refuseFull(socket);
       return;
     }
 
@@ -261,6 +254,14 @@ export class ProxyGuardRelay {
     if (socket.destroyed || this.#closing !== null) {
       udp.close();
       socket.destroy();
+      return;
+    }
+    // Only now, with the UDP socket open, does a tunnel give its place: a tunnel that could not
+    // open takes none. One that got its answer meanwhile is no longer evictable.
+    if (this.tunnelCount >= this.#options.maxTunnels) this.#evictOldestUnanswered();
+    if (this.tunnelCount >= this.#options.maxTunnels) {
+      udp.close();
+      this.#refuseFull(socket);
       return;
     }
 
@@ -287,6 +288,21 @@ export class ProxyGuardRelay {
     this.#unanswered.add(tunnel);
     this.#logger.debug({ tunnels: this.tunnelCount, remote }, 'ProxyGuard tunnel opened');
     tunnel.start(head);
+  }
+
+  /** Below the limit, or a tunnel WireGuard has not answered could give its place. */
+  #hasRoomOrEvictable(): boolean {
+    return this.tunnelCount < this.#options.maxTunnels || this.#unanswered.size > 0;
+  }
+
+  #refuseFull(socket: Socket): void {
+    if (!this.#warnedFull)
+      this.#logger.warn(
+        { maxTunnels: this.#options.maxTunnels },
+        'ProxyGuard: tunnel limit reached, refusing new tunnels',
+      );
+    this.#warnedFull = true;
+    refuseRaw(socket, 503, `tunnel limit of ${this.#options.maxTunnels} reached`, { 'retry-after': '5' });
   }
 
   /**

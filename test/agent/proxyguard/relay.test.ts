@@ -578,6 +578,32 @@ describe('tunnels that WireGuard does not answer', () => {
       await assertEchoes(tunnel, 'unaffected', 'every answered tunnel stays');
   });
 
+  test('a new tunnel that cannot reach WireGuard takes no place: the unanswered tunnel of a full relay stays', async (t) => {
+    const port = await startTargetDroppingJunk(t);
+    let unreachable = false;
+    // Connecting a UDP socket to the broadcast address fails (EACCES, or ENETUNREACH without routes).
+    const relay = await startRelay(t, port, {
+      maxTunnels: 1,
+      target: () => ({ host: unreachable ? '255.255.255.255' : '127.0.0.1', port }),
+    });
+    const waiting = await tunnelTo(t, relay);
+    sendJunk(t, waiting);
+
+    unreachable = true;
+    await assert.rejects(openUotlvTunnel(endpointOf(relay)), (error: unknown) => {
+      assert.ok(error instanceof UpgradeRefused, `a refusal, not ${String(error)}`);
+      assert.match(error.body, /WireGuard is not reachable/);
+      return true;
+    });
+    await sleep(200);
+    assert.equal(
+      waiting.socket.destroyed,
+      false,
+      'the unanswered tunnel was not evicted for a tunnel that never opened',
+    );
+    assert.equal(relay.tunnelCount, 1);
+  });
+
   test('a cookie reply, which WireGuard under load sends to anyone who knows its public key, does not make a tunnel one WireGuard answered', async (t) => {
     const relay = await startRelay(t, (await startEchoTarget(t)).port, { maxTunnels: 2 });
     const real = await tunnelTo(t, relay);
