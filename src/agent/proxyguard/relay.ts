@@ -3,8 +3,10 @@
 // `Upgrade: UoTLV/1` is answered `101 Switching Protocols`, and the connection becomes a tunnel
 // to the local WireGuard port (tunnel.ts). Anything else gets a plain-text HTTP
 // error and is closed. At most `maxTunnels` tunnels at once: one more takes the place of the
-// oldest tunnel WireGuard has not answered yet, and is answered 503 when WireGuard answered
-// every one, so whoever opens tunnels it cannot authenticate never locks out real clients.
+// oldest tunnel WireGuard has not answered yet, so whoever opens tunnels it cannot authenticate
+// never locks out real clients. When WireGuard answered every one, it takes the place of the
+// oldest tunnel of the client holding the most (client-shares.ts), so whoever holds a valid
+// configuration cannot either; only a client holding as many as any other is answered 503.
 // Each tunnel's client is remembered by the address WireGuard sees it as (originOf): the TCP
 // peer, or behind a trusted reverse proxy the client that proxy names (forwarded-for.ts), and
 // still for a while after the tunnel ended (EndedPorts), a while in which no new tunnel takes
@@ -16,11 +18,13 @@ import type { Socket as UdpSocket } from 'node:dgram';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { forwardedOrigin, formatOrigin } from './forwarded-for.js';
+import { ClientShares } from './client-shares.js';
+import { forwardedOrigin, formatOrigin, type TcpOrigin } from './forwarded-for.js';
 import { judgeRelayRequest, UOTLV_PROTOCOL, type RelayRequest } from './handshake.js';
 import { connectUdp, ProxyGuardTunnel, type TunnelLimits, type UdpTarget } from './tunnel.js';
 import { AddressAllowList } from '../../net/address-allow-list.js';
 import { unmappedIpv4 } from '../../net/cidr.js';
+import { clientNetwork } from '../../net/client-network.js';
 import { AwakeClock } from '../../shared/awake-clock.js';
 import { LISTEN_BACKLOG } from '../../shared/listen-backlog.js';
 import { AtMostEvery, elapsedSince, monotonicNow, type MonotonicMs } from '../../shared/monotonic.js';
@@ -74,6 +78,8 @@ export class ProxyGuardRelay {
   readonly #tunnels = new Set<ProxyGuardTunnel>();
   /** Tunnels WireGuard has not sent a datagram to yet, oldest first: the ones a new tunnel may replace. */
   readonly #unanswered = new Set<ProxyGuardTunnel>();
+  /** Open tunnels by client (an IPv4 address or an IPv6 /64): who gives a place once all are answered. */
+  readonly #shares = new ClientShares<ProxyGuardTunnel>();
   /** What tunnels measure idleness on: their clients kept sending while the agent stood still. */
   readonly #awake = new AwakeClock();
   /** Local port of each tunnel's UDP socket (what WireGuard sees as the peer's endpoint) → the client's address. */
@@ -232,7 +238,9 @@ export class ProxyGuardRelay {
       refuseRaw(socket, 503, 'the relay is shutting down', { 'retry-after': '5' });
       return;
     }
-    if (!this.#hasRoomOrEvictable()) {
+    const origin = this.#originOf(request, socket);
+    const client = clientNetwork(origin.address);
+    if (!this.#hasRoomOrEvictable(client)) {
       this.#refuseFull(socket);
       return;
     }
@@ -258,7 +266,7 @@ export class ProxyGuardRelay {
     }
     // Only now, with the UDP socket open, does a tunnel give its place: a tunnel that could not
     // open takes none. One that got its answer meanwhile is no longer evictable.
-    if (this.tunnelCount >= this.#options.maxTunnels) this.#evictOldestUnanswered();
+    if (this.tunnelCount >= this.#options.maxTunnels) this.#makeRoomFor(client);
     if (this.tunnelCount >= this.#options.maxTunnels) {
       udp.close();
       this.#refuseFull(socket);
@@ -267,7 +275,7 @@ export class ProxyGuardRelay {
 
     socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${UOTLV_PROTOCOL}\r\n\r\n`);
     const localPort = udp.address().port;
-    const remote = this.#clientOf(request, socket);
+    const remote = formatOrigin(origin);
     this.#origins.set(localPort, remote);
     const tunnel: ProxyGuardTunnel = new ProxyGuardTunnel({
       socket,
@@ -279,6 +287,7 @@ export class ProxyGuardRelay {
       onEnd: () => {
         this.#tunnels.delete(tunnel);
         this.#unanswered.delete(tunnel);
+        this.#shares.delete(client, tunnel);
         this.#origins.delete(localPort);
         this.#endedPorts.add(localPort, remote);
         if (this.tunnelCount < this.#options.maxTunnels) this.#warnedFull = false;
@@ -286,13 +295,18 @@ export class ProxyGuardRelay {
     });
     this.#tunnels.add(tunnel);
     this.#unanswered.add(tunnel);
+    this.#shares.add(client, tunnel);
     this.#logger.debug({ tunnels: this.tunnelCount, remote }, 'ProxyGuard tunnel opened');
     tunnel.start(head);
   }
 
-  /** Below the limit, or a tunnel WireGuard has not answered could give its place. */
-  #hasRoomOrEvictable(): boolean {
-    return this.tunnelCount < this.#options.maxTunnels || this.#unanswered.size > 0;
+  /** Below the limit, or a tunnel could give its place to one of `client` (makeRoomFor). */
+  #hasRoomOrEvictable(client: string): boolean {
+    return (
+      this.tunnelCount < this.#options.maxTunnels ||
+      this.#unanswered.size > 0 ||
+      this.#shares.oldestOfLargestAbove(client) !== undefined
+    );
   }
 
   #refuseFull(socket: Socket): void {
@@ -310,15 +324,27 @@ export class ProxyGuardRelay {
    * client's handshake is answered within a round trip, so such a tunnel is most likely junk
    * that would hold its place until answerTimeoutMs; a real client evicted so retries at once.
    */
-  #evictOldestUnanswered(): void {
+  #makeRoomFor(client: string): void {
     const [oldest] = this.#unanswered;
-    if (oldest === undefined) return;
+    if (oldest !== undefined) {
+      if (this.#evictionWarnings.allow())
+        this.#logger.warn(
+          { maxTunnels: this.#options.maxTunnels, unanswered: this.#unanswered.size },
+          'ProxyGuard: tunnel limit reached; a new tunnel takes the place of the oldest one WireGuard has not answered',
+        );
+      oldest.end('evicted');
+      return;
+    }
+    // Every tunnel is answered: the client holding the most gives one, so that one valid
+    // configuration opened over and over cannot keep every other client out.
+    const largest = this.#shares.oldestOfLargestAbove(client);
+    if (largest === undefined) return;
     if (this.#evictionWarnings.allow())
       this.#logger.warn(
-        { maxTunnels: this.#options.maxTunnels, unanswered: this.#unanswered.size },
-        'ProxyGuard: tunnel limit reached; a new tunnel takes the place of the oldest one WireGuard has not answered',
+        { maxTunnels: this.#options.maxTunnels, client },
+        'ProxyGuard: tunnel limit reached; a new client takes the place of the oldest tunnel of the client holding the most',
       );
-    oldest.end('evicted');
+    largest.end('evicted');
   }
 
   /**
@@ -342,8 +368,8 @@ export class ProxyGuardRelay {
     );
   }
 
-  /** The tunnel's client as WireGuard would name it had it come straight over UDP (`IP:port`). */
-  #clientOf(request: IncomingMessage, socket: Socket): string {
+  /** The tunnel's client as WireGuard would see it had it come straight over UDP. */
+  #originOf(request: IncomingMessage, socket: Socket): TcpOrigin {
     // On a socket listening on `::` an IPv4 peer is `::ffff:a.b.c.d`: named by its IPv4 address.
     const peer = { address: unmappedIpv4(socket.remoteAddress ?? ''), port: socket.remotePort ?? 0 };
     const { origin, malformed } = forwardedOrigin(peer, request.headers['x-forwarded-for'], this.#trustedProxies);
@@ -353,7 +379,7 @@ export class ProxyGuardRelay {
         'ProxyGuard: a trusted proxy sent an X-Forwarded-For entry that is no IP address; the tunnel is named by the proxy that passed it on',
       );
     }
-    return formatOrigin(origin);
+    return origin;
   }
 }
 

@@ -604,6 +604,46 @@ describe('tunnels that WireGuard does not answer', () => {
     assert.equal(relay.tunnelCount, 1);
   });
 
+  test('when WireGuard answered every tunnel of a full relay, a new client takes the place of the oldest tunnel of the client holding the most, until they hold as many', async (t) => {
+    const relay = await startRelay(t, (await startEchoTarget(t)).port, {
+      maxTunnels: 4,
+      trustedProxyList: ['127.0.0.1/32'],
+    });
+    const from = (address: string) => ({ headers: [['X-Forwarded-For', address]] as const });
+    const refused = (address: string, why: string) =>
+      assert.rejects(openUotlvTunnel(endpointOf(relay), from(address)), (error: unknown) => {
+        assert.ok(error instanceof UpgradeRefused, `${why}: a refusal, not ${String(error)}`);
+        assert.equal(error.status, 503, why);
+        return true;
+      });
+    // One holder of a valid configuration opens tunnels until the relay is full.
+    const hoarded: UotlvTunnel[] = [];
+    for (const index of [0, 1, 2, 3]) {
+      const tunnel = await tunnelTo(t, relay, from('198.51.100.7'));
+      await assertEchoes(tunnel, `handshake ${index}`, 'WireGuard answers each of them');
+      hoarded.push(tunnel);
+    }
+    const [oldest, older, old, newest] = hoarded;
+    assert.ok(oldest !== undefined && older !== undefined && old !== undefined && newest !== undefined);
+
+    const visitor = await tunnelTo(t, relay, from('203.0.113.9'));
+    await assertEchoes(visitor, 'my handshake', 'another client still gets a tunnel');
+    await within(oldest.closed, "the hoarder's oldest tunnel gave its place", 1_000);
+    const second = await tunnelTo(t, relay, from('203.0.113.9'));
+    await assertEchoes(second, 'my second', 'and a second one, while the hoarder holds two more');
+    await within(older.closed, "the hoarder's next oldest gave its place", 1_000);
+
+    await refused('203.0.113.9', 'holding two as the hoarder does, the visitor takes no more');
+    await refused('198.51.100.7', 'nor does the hoarder take any back');
+
+    // Addresses of one IPv6 /64 are one client.
+    const six = await tunnelTo(t, relay, from('2001:db8:1:2::a'));
+    await assertEchoes(six, 'six', 'an IPv6 client gets a place from a client holding two');
+    await within(old.closed, "the hoarder's third tunnel gave its place", 1_000);
+    await refused('2001:db8:1:2::b', 'another address of the same /64 is the same client, holding one');
+    for (const tunnel of [newest, visitor, second, six]) await assertEchoes(tunnel, 'still here', 'the rest stay');
+  });
+
   test('a cookie reply, which WireGuard under load sends to anyone who knows its public key, does not make a tunnel one WireGuard answered', async (t) => {
     const relay = await startRelay(t, (await startEchoTarget(t)).port, { maxTunnels: 2 });
     const real = await tunnelTo(t, relay);
