@@ -1,6 +1,6 @@
 // Two releases of one legal hold at once: on PostgreSQL the second waits for the first's row
-// and then finds the hold released. Its 409 must say so, not that a hold in force until 2030
-// "expired at 2030-…". PostgreSQL only: SQLite runs one writer at a time.
+// and then finds the hold released. Its 409 must say so, not that a hold in force for a year
+// "expired at …". PostgreSQL only: SQLite runs one writer at a time.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -11,7 +11,10 @@ test('a release that waited for another release of the same hold answers that th
   const portal = await startTestPortal();
   t.after(() => portal.close());
   await portal.post('/create', { user_id: 'alice', profile_id: 'employees' });
-  const made = await portal.post('/create_legal_hold', { user_id: 'alice', reason: 'case 7', until: '2030-01-01' });
+  // A year from the portal's own (real) clock: a fixed date would be refused once it has passed,
+  // and one more than 10 years ahead is refused now.
+  const until = new Date(Date.now() + 365 * 86_400_000).toISOString();
+  const made = await portal.post('/create_legal_hold', { user_id: 'alice', reason: 'case 7', until });
   assert.equal(made.status, 200, made.text);
   const holdId = (made.json() as { legal_hold: { hold_id: string } }).legal_hold.hold_id;
   const other = new pg.Client({ connectionString: portal.database });
