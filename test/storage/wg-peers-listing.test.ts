@@ -68,7 +68,8 @@ async function pages(portal: TestPortal, profileId: ProfileId, pageSize: number)
 test('pages of the listing join into the whole listing in its order, each configuration once', async (t) => {
   const portal = await startTestPortal();
   t.after(() => portal.close());
-  const later = '2026-12-25T12:00:00+00:00';
+  // Far after NOW and after the real clock too: the portal's expiry sweep runs on the real clock.
+  const later = '2099-12-25T12:00:00+00:00';
   // Several configurations share a second: within it the connection id decides, across pages too.
   const active: Row[] = [
     { key: 'k-a', user: 'ann', profile: employees, created: '2026-11-20T08:00:00+00:00', expires: later },
@@ -141,7 +142,8 @@ test('a node is wanted to hold the enabled, unexpired configurations of every pr
   const portal = await startTestPortal();
   t.after(() => portal.close());
   const created = '2026-11-20T08:00:00+00:00';
-  const later = '2026-12-25T12:00:00+00:00';
+  // Far after NOW and after the real clock too: the portal's expiry sweep runs on the real clock.
+  const later = '2099-12-25T12:00:00+00:00';
   await store(
     portal,
     [
