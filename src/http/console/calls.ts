@@ -53,6 +53,13 @@ export async function callRoute<S extends ParamsSchema, A extends CallAnswer>(
         request.log.error({ err: auditError }, 'could not record a console look-up in the audit log'),
       );
     }
+    // As the API's surface does: a change that had nothing to do (a configuration deleted
+    // meanwhile) is in the audit log too; one that changed something was recorded with it.
+    else if (route.method === 'POST' && bound.events.changesRecorded === 0) {
+      await recordAdminCall(ctx, call, call.successStatus, null).catch((auditError: unknown) =>
+        request.log.error({ err: auditError }, 'could not record a console call in the audit log'),
+      );
+    }
     return answer;
   } catch (error) {
     const refusal = refusalOf(error);

@@ -1,0 +1,87 @@
+// A change made in the console is in the audit log as the same Admin API call would be: also a
+// revocation that found nothing to revoke (a configuration deleted meanwhile, a user disabled
+// already), which the API records as a POST that changed nothing. Over plain HTTP, as the
+// console's forms send it.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { auditLog, twoProfiles } from '../../support/admin-keys.js';
+import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+
+interface Session {
+  readonly cookie: string;
+  readonly csrf: string;
+}
+
+function consoleUrl(portal: TestPortal): string {
+  return `${portal.portal.url}/vpn-user-portal/admin/`;
+}
+
+/** Signs in with the sign-in form as a browser would, and reads the session's CSRF token from a page. */
+async function signIn(portal: TestPortal, credential: string): Promise<Session> {
+  const answer = await fetch(`${consoleUrl(portal)}sign-in`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
+    body: new URLSearchParams({ credential }).toString(),
+  });
+  assert.equal(answer.status, 303, await answer.text());
+  const cookie = (answer.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+  const page = await fetch(`${consoleUrl(portal)}users`, { headers: { cookie } });
+  const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())?.[1];
+  assert.ok(csrf !== undefined, 'every page carries the session’s CSRF token');
+  return { cookie, csrf };
+}
+
+/** Sends the confirmation's form of a change, as its "Yes" button does. */
+async function confirm(portal: TestPortal, session: Session, form: Record<string, string>): Promise<number> {
+  const answer = await fetch(`${consoleUrl(portal)}do`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: {
+      cookie: session.cookie,
+      'content-type': 'application/x-www-form-urlencoded',
+      'sec-fetch-site': 'same-origin',
+    },
+    body: new URLSearchParams({ ...form, csrf: session.csrf }).toString(),
+  });
+  await answer.text();
+  return answer.status;
+}
+
+test('a revocation made in the console that found nothing to revoke is in the audit log, as the same Admin API call is', async (t) => {
+  const portal = await startTestPortal({ config: twoProfiles });
+  t.after(portal.close);
+  const created = await portal.post('/create', { user_id: 'alice', profile_id: 'employees' });
+  assert.equal(created.status, 200, created.text);
+  const [configuration] = await portal.admin.userConfigurationList('alice');
+  assert.ok(configuration !== undefined);
+  const session = await signIn(portal, portal.secret);
+  const removal = { action: 'disconnect', user_id: 'alice', connection_id: configuration.connection_id };
+
+  assert.equal(await confirm(portal, session, removal), 303, 'the configuration is deleted');
+  // The same form again (a second tab, a stale Online page): nothing is left to delete.
+  assert.equal(await confirm(portal, session, removal), 303);
+  assert.equal(await confirm(portal, session, { action: 'disable_user', user_id: 'alice' }), 303);
+  assert.equal(await confirm(portal, session, { action: 'disable_user', user_id: 'alice' }), 303);
+  // The API's own calls, for comparison: each is recorded though it changed nothing.
+  assert.equal(
+    (await portal.post('/delete_connection', { user_id: 'alice', connection_id: configuration.connection_id })).status,
+    204,
+  );
+  assert.equal((await portal.post('/disable_user', { user_id: 'alice' })).status, 204);
+
+  const rows = (await auditLog(portal))
+    .filter((row) => row.call === 'delete_connection' || row.call === 'disable_user')
+    .reverse();
+  assert.deepEqual(
+    rows.map((row) => [row.keyName, row.call, row.status, row.userId, row.connectionIds.length]),
+    [
+      ['secret', 'delete_connection', 204, 'alice', 1],
+      ['secret', 'delete_connection', 204, 'alice', 0],
+      ['secret', 'disable_user', 204, 'alice', 0],
+      ['secret', 'disable_user', 204, 'alice', 0],
+      ['secret', 'delete_connection', 204, 'alice', 0],
+      ['secret', 'disable_user', 204, 'alice', 0],
+    ],
+  );
+});
