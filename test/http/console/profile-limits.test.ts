@@ -1,10 +1,11 @@
 // A console session limited to some profiles sees no more than its key sees through the Admin
 // API: on the dashboard, only the nodes of its own profiles, by number, never another profile's
-// node or any node's address.
+// node or any node's address; and no read the console knows the key may not make (the audit log
+// of every profile), which would stand in the audit log as a refusal of the key.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { employeesProfile, makeAdminKey } from '../../support/admin-keys.js';
+import { auditLog, employeesProfile, makeAdminKey } from '../../support/admin-keys.js';
 import { launchBrowser, openTab, signIn } from '../../support/console-browser.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
@@ -71,4 +72,26 @@ test('a desk limited to guests sees only the guests node on the dashboard, and n
   const text = (await nodes.textContent()) ?? '';
   assert.doesNotMatch(text, /Node 0/, 'nor an alert about the employees node');
   assert.doesNotMatch(text, /127\.0\.0\.1/, 'nor the address of any node');
+});
+
+test('an admin desk limited to one profile opens the dashboard without a refused audit log read the console made for it', async (t) => {
+  const portal = await portalWithTwoNodes();
+  t.after(portal.close);
+  const guestsAdmin = await makeAdminKey(portal, 'guest-admin', { scope: 'admin', profiles: ['guests'] });
+  const { context, page } = await openTab(browser);
+  t.after(() => context.close());
+  await signIn(page, portal, guestsAdmin);
+  assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Dashboard');
+  const refused = (await auditLog(portal)).filter((entry) => entry.call === 'audit_log');
+  assert.deepEqual(
+    refused.map((entry) => [entry.keyName, entry.status, entry.detail]),
+    [],
+    'opening the dashboard is no refused call of the key',
+  );
+  const configurations = page.locator('section[aria-labelledby="configs"]');
+  assert.match(
+    (await configurations.textContent()) ?? '',
+    /come from the audit log, which needs scope admin for every profile/,
+  );
+  assert.equal(await configurations.getByRole('alert').count(), 0, 'no refusal shown in its place');
 });
