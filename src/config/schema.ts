@@ -803,7 +803,7 @@ export const portalConfigSchema = z.strictObject({
   connectScriptTimeout: isoDuration
     .default('PT10S')
     .describe(
-      'A connect script still running after this (PT1S–PT1M) is killed; an OpenVPN client waiting for it is refused.',
+      'A connect script still running after this (PT1S–PT1M) is killed, with the processes it started; an OpenVPN client waiting for it is refused.',
     ),
   Log: z
     .strictObject({

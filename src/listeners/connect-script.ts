@@ -7,9 +7,10 @@
 // the change is durable and never holds up an Admin API call; its failures are logged.
 // WireGuard has no connect to refuse: its sessions start from handshakes
 // (core/sessions/wireguard.ts), so the script hears of them, later, but cannot veto them.
-import { execFile } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import type { Logger } from 'pino';
 import { ListenerRefusal, type PortalEvent, type PortalEvents } from '../core/events.js';
+import { messageOf } from '../shared/error-message.js';
 
 export interface ConnectScript {
   readonly path: string;
@@ -46,25 +47,57 @@ export function runConnectScript(events: PortalEvents, script: ConnectScript, lo
 
 type Outcome = { readonly ok: true } | { readonly ok: false; readonly reason: string };
 
+/**
+ * Runs the script and answers when it exits. Not execFile: that answers when the script's output
+ * pipes close, so a script that exits at once but leaves a process in the background (which
+ * inherits the pipes) was waited for until the timeout, and one that wrote more than a megabyte
+ * was killed and refused; its output was never used. The script leads a process group of its
+ * own, so that a script still running after the timeout is killed with everything it started,
+ * not leaving a `sleep` or a `curl` behind at every hung connect.
+ */
 function run(script: ConnectScript, env: Record<string, string>): Promise<Outcome> {
   return new Promise((resolve) => {
-    execFile(
-      script.path,
-      [],
-      {
+    let timedOut = false;
+    let settled = false;
+    const settle = (outcome: Outcome) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(outcome);
+    };
+    let child: ChildProcess;
+    try {
+      child = spawn(script.path, [], {
         env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...env },
-        timeout: script.timeoutMs,
-        killSignal: 'SIGKILL',
-      },
-      (error) => {
-        if (error === null) resolve({ ok: true });
-        else if (error.killed === true)
-          resolve({ ok: false, reason: `still running after ${script.timeoutMs} ms; killed` });
-        else if (typeof error.code === 'number') resolve({ ok: false, reason: `exited with ${error.code}` });
-        else resolve({ ok: false, reason: error.message });
-      },
-    );
+        stdio: 'ignore',
+        detached: true,
+      });
+    } catch (error) {
+      resolve({ ok: false, reason: messageOf(error) });
+      return;
+    }
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killProcessGroup(child.pid);
+    }, script.timeoutMs);
+    child.once('error', (error) => settle({ ok: false, reason: error.message }));
+    child.once('exit', (code, signal) => {
+      if (timedOut) settle({ ok: false, reason: `still running after ${script.timeoutMs} ms; killed` });
+      else if (code === 0) settle({ ok: true });
+      else if (code !== null) settle({ ok: false, reason: `exited with ${code}` });
+      else settle({ ok: false, reason: `ended by ${signal ?? 'a signal'}` });
+    });
   });
+}
+
+/** SIGKILL to the script's process group: the script and every process it started that is still in it. */
+function killProcessGroup(pid: number | undefined): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // Gone already.
+  }
 }
 
 /** The reference's variables; VPN_NODE_NUMBER is ours. */

@@ -1,7 +1,8 @@
 // The reference's connection hook (`connectScriptPath`): a real shell script, run with the
 // VPN_* variables at an OpenVPN client's connect (which it may refuse by exiting non-zero) and
 // at its disconnect (with the byte counts); one that hangs is killed after
-// `connectScriptTimeout` and the client refused, and meanwhile Admin API calls are not held up.
+// `connectScriptTimeout`, with what it started, and the client refused, and meanwhile Admin API
+// calls are not held up. The answer comes when the script exits, whatever it left running or wrote.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -126,6 +127,65 @@ test('a script that hangs is killed after connectScriptTimeout, the client refus
   const line = logged.find((entry) => entry['msg'] === 'connect script refused the OpenVPN client');
   assert.match(String(line?.['reason']), /still running after 1000 ms; killed/);
 });
+
+test('a script that exits at once is answered at once, though it leaves a process in the background or writes megabytes', async (t) => {
+  const { portal, directory } = await portalWithScript(
+    t,
+    'sleep 30 &\necho $! > "$(dirname "$0")/background.pid"\nhead -c 2000000 /dev/zero\nexit 0',
+    'PT5S',
+  );
+  const alice = await openVpnConfiguration(portal, 'alice');
+  const started = Date.now();
+  const answer = await nodeApi(portal, 'connect', { profile_id: 'staff', common_name: alice, ip_four: '10.60.0.2' });
+  const waited = Date.now() - started;
+  const background = readPid(path.join(directory, 'background.pid'));
+  t.after(() => killIfRunning(background));
+  assert.equal(answer.text, 'OK', 'the script exited 0');
+  assert.ok(waited < 2_000, `answered when the script exited, not after connectScriptTimeout (${waited} ms)`);
+  assert.ok(isRunning(background), 'what a script that exited started is its own');
+});
+
+test('a script killed after connectScriptTimeout is killed with the processes it started', async (t) => {
+  const { portal, directory } = await portalWithScript(
+    t,
+    'sleep 300 &\necho $! > "$(dirname "$0")/child.pid"\nwait',
+    'PT1S',
+  );
+  const alice = await openVpnConfiguration(portal, 'alice');
+  assert.equal(
+    (await nodeApi(portal, 'connect', { profile_id: 'staff', common_name: alice, ip_four: '10.60.0.2' })).text,
+    'ERR',
+  );
+  const child = readPid(path.join(directory, 'child.pid'));
+  t.after(() => killIfRunning(child));
+  await waitUntil(() => !isRunning(child));
+  assert.equal(isRunning(child), false, 'the sleep the hung script started is gone too');
+});
+
+/** The process id a script wrote to `file`. */
+function readPid(file: string): number {
+  const pid = Number(readFileSync(file, 'utf8').trim());
+  assert.ok(Number.isInteger(pid) && pid > 0, `a process id in ${file}`);
+  return pid;
+}
+
+/** Alive, and not a zombie waiting for its parent to read its end. */
+function isRunning(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+/** Ends a process a script left behind (on purpose, or because the portal failed to). */
+function killIfRunning(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // Gone.
+  }
+}
 
 function readLines(file: string): string[] {
   try {
