@@ -156,6 +156,9 @@ function post(
   };
   const client = request.url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
+    // Once the status is in, the request's own error (the deadline cutting a body that still
+    // trickles) no longer fails the attempt: readExcerpt ends with what came.
+    let answered = false;
     const outgoing = client.request(
       request.url,
       {
@@ -165,25 +168,41 @@ function post(
         agent: false,
         signal,
       },
-      (response) =>
-        void readExcerpt(response).then(
-          (excerpt) => resolve({ kind: 'answered', status: response.statusCode ?? 0, excerpt }),
-          reject,
-        ),
+      (response) => {
+        answered = true;
+        // The deadline ends the body's reading, whatever the request does with its own abort.
+        const cut = () => response.destroy();
+        signal.addEventListener('abort', cut, { once: true });
+        void readExcerpt(response).then((excerpt) => {
+          signal.removeEventListener('abort', cut);
+          resolve({ kind: 'answered', status: response.statusCode ?? 0, excerpt });
+        });
+      },
     );
-    outgoing.on('error', reject);
+    outgoing.on('error', (error) => {
+      if (!answered) reject(error);
+    });
     outgoing.end(request.body);
   });
 }
 
-/** The start of the answer's body; the rest is not read (the connection is closed). */
+/**
+ * The start of the answer's body; the rest is not read (the connection is closed). The status is
+ * the answer: a body that ends early, or still trickles in when the deadline cuts the connection,
+ * leaves the excerpt as far as it came. Failing the attempt then would send again an event the
+ * receiver answered 2xx to.
+ */
 async function readExcerpt(response: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   let length = 0;
-  for await (const chunk of response) {
-    chunks.push(chunk as Buffer);
-    length += (chunk as Buffer).length;
-    if (length >= EXCERPT_BYTES) break;
+  try {
+    for await (const chunk of response) {
+      chunks.push(chunk as Buffer);
+      length += (chunk as Buffer).length;
+      if (length >= EXCERPT_BYTES) break;
+    }
+  } catch {
+    // Cut off after the status: what came is the excerpt.
   }
   response.destroy();
   // Control characters (a NUL above all, which PostgreSQL refuses in text) become U+FFFD: a

@@ -3,7 +3,8 @@
 // event or retryFor is over (an event that waited that long behind a resting receiver is given
 // up unsent); eight slow receivers with a backlog leave the next free slot to a receiver that
 // waited; during a secret rotation every delivery carries both signatures;
-// a target the address guard refuses gets nothing; a binary answer is recorded as text; a
+// a target the address guard refuses gets nothing; a binary answer is recorded as text, and a
+// 200 whose body never ends is delivered; a
 // subscription whose secret cannot be opened is sent nothing and tried again later; and a
 // portal killed with SIGKILL while a delivery is in flight delivers, once restarted, every
 // event — the one in flight again, none that the receiver had acknowledged.
@@ -390,6 +391,39 @@ test('a receiver answering 2xx with a binary body has its attempt recorded, its 
   );
   await sleep(1_500);
   assert.equal(requests, 1, 'sent once');
+});
+
+test('a receiver that answers 200 at once but never ends its body has the event delivered, and is not sent it again', async (t) => {
+  const clock = new ManualClock();
+  let requests = 0;
+  const receiver = createServer((request, response) => {
+    requests++;
+    request.resume();
+    // The status and a word at once; the body is never ended (a receiver that streams its work).
+    response.writeHead(200, { 'content-type': 'text/plain' });
+    response.write('accepted');
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    receiver.closeAllConnections();
+    return new Promise<void>((resolve) => receiver.close(() => resolve()));
+  });
+  const portal = await startTestPortal({ config: allowLoopback, clock });
+  t.after(() => portal.close());
+  const { port } = receiver.address() as AddressInfo;
+  await portal.admin.createWebhook({ url: `http://127.0.0.1:${port}/hook`, event_types: 'user.created' });
+  await portal.admin.create({ user_id: 'alice', profile_id: 'employees' });
+
+  await attemptsRecorded(portal, 1);
+  const delivery = await onlyDelivery(portal);
+  assert.equal(delivery.state, 'delivered', JSON.stringify(delivery));
+  assert.deepEqual(
+    delivery.attempts.map((attempt) => [attempt.outcome, attempt.status, attempt.detail]),
+    [['delivered', 200, 'accepted']],
+  );
+  clock.advance(30_000);
+  await sleep(1_500);
+  assert.equal(requests, 1, 'an event the receiver answered 200 to is not sent again');
 });
 
 test('a subscription whose secret this portal cannot open is sent nothing unsigned: the attempt fails, naming the key file, and is tried again later, not at once', async (t) => {

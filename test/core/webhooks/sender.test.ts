@@ -2,7 +2,7 @@
 // refused, judged also through every IPv6 form that carries an IPv4 address (mapped,
 // compatible, NAT64, 6to4, Teredo), as are the portal's own addresses;
 // an allow-listed prefix lets exactly its addresses through. A huge answer is read for its first
-// bytes only.
+// bytes only; a status that came in time is the answer, however slowly its body follows.
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -126,4 +126,34 @@ test('a receiver that never answers is given up on after the timeout, even when 
   const stuck = sleep(10_000).then(() => 'still waiting after 10 s' as const);
   const result = await Promise.race([sent, stuck]);
   assert.deepEqual(result, { kind: 'failed', reason: 'no answer within 0.3 s' });
+});
+
+test('a receiver whose 2xx came in time has answered, though its body still trickles in at the deadline: the excerpt is what came', async (t) => {
+  // Headers and a first line at once, then a byte every 100 ms that never ends the body.
+  const server = createServer((request, response) => {
+    request.resume();
+    response.writeHead(202, { 'content-type': 'text/plain' });
+    response.write('queued;');
+    const trickle = setInterval(() => response.write('.'), 100);
+    response.on('close', () => clearInterval(trickle));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  const { port } = server.address() as AddressInfo;
+  const guard = new TargetGuard({ allowPrivateTargets: ['127.0.0.0/8'] }, '198.51.100.7');
+  const started = Date.now();
+  const result = await sendWebhook(
+    { url: new URL(`http://127.0.0.1:${port}/hook`), headers: { 'content-type': 'application/json' }, body: '{}' },
+    guard,
+    1_000,
+    new AbortController().signal,
+  );
+  const waited = Date.now() - started;
+  assert.equal(result.kind, 'answered', JSON.stringify(result));
+  assert.equal(result.kind === 'answered' ? result.status : 0, 202);
+  assert.match(result.kind === 'answered' ? result.excerpt : '', /^queued;\.{3,}$/);
+  assert.ok(waited >= 1_000 && waited < 3_000, `the body was read until the deadline, no longer (${waited} ms)`);
 });
