@@ -144,6 +144,45 @@ export async function noteProfileChecks(db: Db, scimIds: readonly string[], chec
       .execute();
 }
 
+/** The two ids a self-registration's note may take: which one it took tells whether another check was pending. */
+export interface RegistrationNote {
+  /** Taken when no check was pending: the registration clears it itself once the groups grant the profile. */
+  readonly fresh: string;
+  /**
+   * Taken over a pending check, whose date is kept: the registration never clears it, so only a
+   * check of all the user's profiles does (the pending check's own run may have read the user's
+   * devices before this one was there, and may not have finished).
+   */
+  readonly replaced: string;
+}
+
+/**
+ * In a device's self-registration (its transaction): notes a check of the user's profiles, made
+ * `at`, unless the user is no SCIM user. One statement, so that a group change's note committed
+ * meanwhile is seen (PostgreSQL reads the row's newest version once it has its lock).
+ */
+export async function noteRegistrationCheck(db: Db, userId: UserId, note: RegistrationNote, at: string): Promise<void> {
+  await db
+    .updateTable('scim_users')
+    .set((eb) => ({
+      profile_check: eb.case().when('profile_check', 'is', null).then(note.fresh).else(note.replaced).end(),
+      profile_check_at: eb.fn.coalesce('profile_check_at', eb.val(at)),
+    }))
+    .where('user_id', '=', userId)
+    .execute();
+}
+
+/** Whether a check of the user's profiles is noted and still to run. */
+export async function profileCheckPending(db: Db, userId: UserId): Promise<boolean> {
+  const row = await db
+    .selectFrom('scim_users')
+    .select('profile_check')
+    .where('user_id', '=', userId)
+    .where('profile_check', 'is not', null)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** Up to `limit` SCIM ids after `afterScimId` (null: from the first), in order: all users, a page at a time. */
 export async function scimIdsAfter(db: Db, afterScimId: string | null, limit: number): Promise<string[]> {
   let query = db.selectFrom('scim_users').select('scim_id').orderBy('scim_id').limit(limit);

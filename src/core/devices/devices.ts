@@ -124,8 +124,14 @@ export function deviceWireFields(device: DeviceRef) {
  * Registers a device for a user (made when missing, as create does; it must not be disabled).
  * A serial or mdm_id of a live device of another user is refused (409); the same registration
  * sent again answers the device already registered; a retired device's may be registered anew.
+ * `alsoWrite` runs in the registration's transaction, so that what it writes commits with the
+ * device or not at all (a self-registration notes its user's profile check there).
  */
-export async function registerDevice(ctx: PortalContext, registration: DeviceRegistration): Promise<StoredDevice> {
+export async function registerDevice(
+  ctx: PortalContext,
+  registration: DeviceRegistration,
+  alsoWrite?: (trx: Transaction<Database>) => Promise<void>,
+): Promise<StoredDevice> {
   assertProfileAllowed(ctx, registration.profileId);
   if (!ctx.config.profiles.some((profile) => profile.profileId === registration.profileId))
     throw noSuchProfile(ctx, registration.profileId);
@@ -141,6 +147,7 @@ export async function registerDevice(ctx: PortalContext, registration: DeviceReg
         const now = ctx.clock.now();
         const user = await ensureUser(trx, registration.userId, formatAtom(now));
         if (user.isDisabled) throw new PortalError('user-disabled', 'user is disabled');
+        await alsoWrite?.(trx);
         const existing = await sameRegistration(ctx, trx, registration);
         if (existing !== undefined) return existing;
         const device: StoredDevice = {

@@ -4,6 +4,7 @@
 // configuration with its own key, bound to that certificate and ending no later than it. A
 // certificate can only ever reach the device it names; an id no live device has is refused (403),
 // and so is one no Admin API call could name (it can be no device the administrator registered).
+import { randomUUID } from 'node:crypto';
 import type { VerifiedClientCertificate } from '../../keys/client-certificate.js';
 import type { Platform } from '../../shared/platforms.js';
 import { param } from '../../protocol/admin-api-params.js';
@@ -16,9 +17,15 @@ import {
   findRetiredDeviceOfUser,
   type StoredDevice,
 } from '../../storage/devices.js';
+import {
+  clearProfileCheck,
+  noteRegistrationCheck,
+  profileCheckPending,
+  type RegistrationNote,
+} from '../../storage/scim-users.js';
 import { findUser } from '../../storage/users.js';
 import { groupGrantsOfUser } from '../access/index.js';
-import { registerDevice, retireDevice } from '../devices/index.js';
+import { registerDevice, retireDevice, type DeviceRegistration } from '../devices/index.js';
 import type { PortalContext } from '../context.js';
 import { createConfiguration, type IssuedConfiguration } from '../issuing/index.js';
 import { DEFAULT_ENROLLMENT_DISPLAY_NAME } from './tokens.js';
@@ -101,15 +108,37 @@ async function selfRegister(
   if (platform === null) throw new PortalError('invalid-parameter', 'a device that registers itself needs "platform"');
   if (await groupsWithhold(ctx, userId.data, registerAs.profileId))
     throw notGrantedByGroups(userId.data, registerAs.profileId);
-  const device = await registerDevice(ctx, {
+  return registerHeldToGroups(ctx, {
     userId: userId.data,
     profileId: registerAs.profileId,
     platform,
     serial: rule.deviceId.matches === 'serial' ? deviceId : undefined,
     mdmId: rule.deviceId.matches === 'mdm_id' ? deviceId : undefined,
   });
-  await retireIfGroupsLetGo(ctx, device);
+}
+
+/**
+ * Registers the device, and into a profile groups decide notes its user for a profile check in
+ * the registration's transaction: should the second read of the groups after the commit fail
+ * (or the portal stop before it), the note stays, the reconcile pass's check retires the device
+ * if no group grants the profile, and until then the device enrolls only while one does
+ * (refuseWhileCheckPending). A revocation stays final: nothing is given back, and a device the
+ * groups grant is only made to wait for a read that works.
+ */
+async function registerHeldToGroups(ctx: PortalContext, registration: DeviceRegistration): Promise<StoredDevice> {
+  if (!mappedProfile(ctx, registration.profileId)) return registerDevice(ctx, registration);
+  const note: RegistrationNote = { fresh: randomUUID(), replaced: randomUUID() };
+  const at = formatAtom(ctx.clock.now());
+  const device = await registerDevice(ctx, registration, (trx) =>
+    noteRegistrationCheck(trx, registration.userId, note, at),
+  );
+  await retireIfGroupsLetGo(ctx, device, note.fresh);
   return device;
+}
+
+/** Whether `scim.groupProfiles` names the profile: only then may groups withhold it. */
+function mappedProfile(ctx: PortalContext, profileId: ProfileId): boolean {
+  return [...ctx.config.scim.groupProfiles.values()].some((profiles) => profiles.includes(profileId));
 }
 
 /**
@@ -154,14 +183,31 @@ function notGrantedByGroups(userId: UserId, profileId: ProfileId): PortalError {
  * after the first read may have run its profile check before the device was there, and so left
  * it. Either this read sees that change (the device is retired here, as its check would have),
  * or the change committed after it and its check, which reads the user's devices after that
- * commit, finds the device.
+ * commit, finds the device. Then the registration's own note is cleared; one that replaced
+ * another check's stays for the reconcile pass. A read or retirement that fails leaves it too.
  */
-async function retireIfGroupsLetGo(ctx: PortalContext, device: StoredDevice): Promise<void> {
-  if (!(await groupsWithhold(ctx, device.userId, device.profileId))) return;
-  await retireDevice(ctx, device.deviceId, {
-    reason: `no directory group of the user grants profile "${device.profileId}"`,
-  });
-  throw notGrantedByGroups(device.userId, device.profileId);
+async function retireIfGroupsLetGo(ctx: PortalContext, device: StoredDevice, noted: string): Promise<void> {
+  const withheld = await groupsWithhold(ctx, device.userId, device.profileId);
+  if (withheld)
+    await retireDevice(ctx, device.deviceId, {
+      reason: `no directory group of the user grants profile "${device.profileId}"`,
+    });
+  await clearProfileCheck(ctx.db, device.userId, noted);
+  if (withheld) throw notGrantedByGroups(device.userId, device.profileId);
+}
+
+/**
+ * A registered device whose user has a profile check still to run (a self-registration whose
+ * second read failed, a group change whose check did not finish) enrolls into a profile groups
+ * decide only while one of the user's groups grants it: that check would retire it otherwise.
+ */
+async function refuseWhileCheckPending(ctx: PortalContext, device: StoredDevice): Promise<void> {
+  if (!mappedProfile(ctx, device.profileId) || !(await profileCheckPending(ctx.db, device.userId))) return;
+  if (await groupsWithhold(ctx, device.userId, device.profileId))
+    throw new PortalError(
+      'not-allowed',
+      `no directory group of user ${device.userId} grants profile "${device.profileId}"; device ${device.deviceId} does not enroll into it (a check of the user's profiles is pending)`,
+    );
 }
 
 export async function enrollByCertificate(
@@ -186,8 +232,9 @@ export async function enrollByCertificate(
       'not-allowed',
       `the client certificate's device id is no ${rule.deviceId.matches} an Admin API call can name (1 to 255 printable ASCII characters, no space)`,
     );
-  const device =
-    (await findLiveDevice(ctx.db, rule.deviceId.matches, deviceId)) ?? (await selfRegister(ctx, rule, enrollment));
+  const live = await findLiveDevice(ctx.db, rule.deviceId.matches, deviceId);
+  if (live !== undefined) await refuseWhileCheckPending(ctx, live);
+  const device = live ?? (await selfRegister(ctx, rule, enrollment));
   if (device === undefined)
     throw new PortalError(
       'not-allowed',

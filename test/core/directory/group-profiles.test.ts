@@ -5,10 +5,19 @@
 // provisioned, and a user destroyed through the Admin API takes its SCIM link with it. A check
 // that fails midway fails not the change, and is finished by the reconcile pass, by the groups
 // of then, and only ever takes. A device registering itself does not enter a mapped profile its
-// user's groups do not grant, also when a group change races the registration.
+// user's groups do not grant, also when a group change races the registration or the second
+// read of the groups after it fails.
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
+import type {
+  KyselyPlugin,
+  PluginTransformQueryArgs,
+  PluginTransformResultArgs,
+  QueryResult,
+  RootOperationNode,
+  UnknownRow,
+} from 'kysely';
 import type { AdminCall } from '../../../src/core/admin-call.js';
 import type { PortalContext } from '../../../src/core/context.js';
 import {
@@ -20,6 +29,7 @@ import {
   PENDING_CHECK_GRACE_MS,
   replaceDirectoryGroup,
 } from '../../../src/core/directory/index.js';
+import { type CertificateEnrollment, enrollByCertificate } from '../../../src/core/enrollment/index.js';
 import { asUserId } from '../../../src/shared/ids.js';
 import { removeScimUserFromGroups } from '../../../src/storage/scim-groups.js';
 import { clearProfileCheck, noteProfileChecks, pendingProfileChecks } from '../../../src/storage/scim-users.js';
@@ -307,10 +317,10 @@ test('a managed device registered in a profile its user no longer holds by any g
 });
 
 /** A portal whose devices register themselves (`registerAs`) into `profileId`, enrolling through a trusted proxy's headers. */
-async function selfRegistering(t: TestContext, profileId: string) {
+async function selfRegistering(t: TestContext, profileId: string, clock?: ManualClock) {
   const ca = MdmCa.make();
   t.after(() => ca.remove());
-  const { portal, ctx } = await stand(t, undefined, {
+  const { portal, ctx } = await stand(t, clock, {
     enrollment: {
       requestsPerMinute: 10_000,
       clientCertificate: {
@@ -390,6 +400,123 @@ test('a group change the registration raced, whose check ran before the device w
     ['retired'],
   );
   assert.deepEqual(await profilesOf(portal, owner), [], 'no configuration');
+});
+
+/** Fails every read of group memberships once armed, as a database failing at that moment would. */
+class FailingGroupReads implements KyselyPlugin {
+  armed = false;
+
+  transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
+    if (this.armed && args.node.kind === 'SelectQueryNode' && JSON.stringify(args.node).includes('scim_group_members'))
+      throw new Error('the database failed the read');
+    return args.node;
+  }
+
+  transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    return Promise.resolve(args.result);
+  }
+}
+
+test('a registration whose second read of the groups fails leaves its user noted: the device enrolls only while a group grants the profile, and the next reconcile pass retires it if none does', async (t) => {
+  const clock = new ManualClock();
+  const { portal, ctx } = await selfRegistering(t, 'guests', clock);
+  const failing = new FailingGroupReads();
+  const shaky: PortalContext = { ...ctx, db: ctx.db.withPlugin(failing) };
+  // The device has not enrolled yet: the certificate as the TLS listener verified it.
+  const enrollment = (email: string, serial: string): CertificateEnrollment => ({
+    certificate: {
+      deviceId: serial,
+      subject: `CN=${serial}`,
+      issuer: 'CN=MDM issuing CA',
+      serialNumber: '0a',
+      notAfter: new Date(clock.now().getTime() + 365 * 86_400_000),
+      issuerFingerprint: '00'.repeat(32),
+      emails: [email],
+    },
+    publicKey: generateWireGuardKeyPair().publicKey,
+    csr: undefined,
+    preferTcp: false,
+    accept: 'application/x-wireguard-profile',
+    profileId: undefined,
+    platform: undefined,
+  });
+  const states = async (userId: string) =>
+    (await portal.admin.devices({ user_id: userId })).devices.map((registered) => registered.state);
+  const pending = async () =>
+    (await ctx.db.selectFrom('scim_users').select('user_id').where('profile_check', 'is not', null).execute()).map(
+      (row) => row.user_id,
+    );
+  // Both registrations fail their second read, right after their commit.
+  portal.portal.ctx.events.afterCommit((event) => {
+    if (event.type === 'device.registered') failing.armed = true;
+  });
+
+  // Mia's groups grant guests: her device waits only for a read that works.
+  const mia = await createDirectoryUser(ctx, {
+    userName: 'mia@example.org',
+    externalId: null,
+    active: true,
+    attributes: {},
+  });
+  const guests = await createDirectoryGroup(ctx, { displayName: 'Guests', externalId: null, memberIds: [mia.user.id] });
+  await assert.rejects(enrollByCertificate(shaky, enrollment('mia@example.org', 'SELF-1')), /failed the read/);
+  failing.armed = false;
+  await enrollByCertificate(ctx, enrollment('mia@example.org', 'SELF-1'));
+  assert.deepEqual(await profilesOf(portal, 'mia@example.org'), ['guests']);
+
+  // Nora's group change lands with her registration, after its first read of the groups: its
+  // check ran before the device was there.
+  const nora = await createDirectoryUser(ctx, {
+    userName: 'nora@example.org',
+    externalId: null,
+    active: true,
+    attributes: {},
+  });
+  await createDirectoryGroup(ctx, { displayName: 'Visitors', externalId: null, memberIds: [nora.user.id] });
+  portal.portal.ctx.events.inTransaction(async (event, db) => {
+    if (event.type === 'device.registered' && event.device.userId === 'nora@example.org')
+      await removeScimUserFromGroups(db, nora.user.id);
+  });
+  await assert.rejects(enrollByCertificate(shaky, enrollment('nora@example.org', 'SELF-2')), /failed the read/);
+  failing.armed = false;
+  assert.deepEqual(await states('nora@example.org'), ['registered'], 'not retired by the failed read');
+  await assert.rejects(
+    enrollByCertificate(ctx, enrollment('nora@example.org', 'SELF-2')),
+    /no directory group of user nora@example.org grants profile "guests"; device .* does not enroll into it/,
+  );
+  assert.deepEqual(await profilesOf(portal, 'nora@example.org'), [], 'no configuration');
+
+  // Oli has a check of a group change still to run: his registration leaves it, with its date,
+  // for a check of all his profiles (that change's own check may not finish).
+  const oli = await createDirectoryUser(ctx, {
+    userName: 'oli@example.org',
+    externalId: null,
+    active: true,
+    attributes: {},
+  });
+  await replaceDirectoryGroup(ctx, guests.id, {
+    displayName: 'Guests',
+    externalId: null,
+    memberIds: [mia.user.id, oli.user.id],
+  });
+  const notedAt = formatAtom(new Date(clock.now().getTime() - 1000));
+  await noteProfileChecks(ctx.db, [oli.user.id], 'a group change of oli', notedAt);
+  await enrollByCertificate(ctx, enrollment('oli@example.org', 'SELF-3'));
+  const oliNote = await ctx.db
+    .selectFrom('scim_users')
+    .select(['profile_check', 'profile_check_at'])
+    .where('user_id', '=', 'oli@example.org')
+    .executeTakeFirstOrThrow();
+  assert.notEqual(oliNote.profile_check, null, 'still noted');
+  assert.notEqual(oliNote.profile_check, 'a group change of oli', "that change's end does not clear it");
+  assert.equal(oliNote.profile_check_at, notedAt);
+
+  clock.advance(PENDING_CHECK_GRACE_MS);
+  await portal.reconcile();
+  assert.deepEqual(await states('nora@example.org'), ['retired'], "the pass's check retires it");
+  assert.deepEqual(await states('mia@example.org'), ['active'], 'granted: kept');
+  assert.deepEqual(await states('oli@example.org'), ['active'], 'granted: kept');
+  assert.deepEqual(await pending(), []);
 });
 
 test('a device registering itself into a profile no group names is not held to the groups', async (t) => {
