@@ -17,9 +17,10 @@
 // they are when it runs and only ever takes configurations away: run late, or twice, it can
 // never give back what was taken (a revocation is final), nor go by memberships a later change
 // replaced. An edited mapping that may take more notes every directory user at start
-// (mapping-change.ts); an instance still on an older mapping checks the group changes it handles
-// by its own but leaves their notes, and checks no pending note, to the instances of the mapping
-// applied last, which may take more (and its own could take what that one grants).
+// (mapping-change.ts); an instance on another mapping than the one applied last (a rolling
+// restart) takes from the members of the group changes it handles only what both mappings
+// withhold, and leaves their notes, and checks no pending note, to the instances of the mapping
+// applied last, which may take more (its own alone could take what that one grants).
 import { randomUUID } from 'node:crypto';
 import { asConnectionId, type RevocationId, type UserId } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
@@ -28,6 +29,7 @@ import type { Db } from '../../storage/database.js';
 import { listStoredDevices } from '../../storage/devices.js';
 import { listEnrollmentTokens } from '../../storage/enrollment-tokens.js';
 import { storageOutage } from '../../storage/errors.js';
+import type { PortalConfig } from '../../config/portal-config.js';
 import type { ScimGroupMember } from '../../storage/scim-groups.js';
 import {
   clearProfileCheck,
@@ -36,14 +38,16 @@ import {
   pendingProfileChecks,
 } from '../../storage/scim-users.js';
 import { peersOfUser } from '../../storage/wg-peers.js';
-import { groupGrantsOfUser } from '../access/index.js';
+import { groupGrantsUnderAll } from '../access/index.js';
 import { portalCall } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
 import { retireDevice } from '../devices/index.js';
 import { revokeEnrollmentToken, tokenState } from '../enrollment/index.js';
 import { deleteConnection } from '../users/index.js';
 import { callForUser } from './call-for-user.js';
-import { appliedMappingDiffers, applyMappingChange, someMappingApplied } from './mapping-change.js';
+import { appliedMappingDiffers, applyMappingChange, parseMapping, someMappingApplied } from './mapping-change.js';
+
+type GroupProfiles = PortalConfig['scim']['groupProfiles'];
 
 /** The audit log's call for the checks a reconcile pass runs. */
 export const GROUP_PROFILES_CALL = 'scim_group_profiles';
@@ -78,23 +82,29 @@ export function applyEditedGroupProfiles(ctx: PortalContext): Promise<number> {
 }
 
 /**
- * Whether this instance's mapping is not the one last applied: another instance started since
- * with a different one (a rolling restart under way, or a mistake). The checks of the group
- * changes it handles still take what its own mapping takes, but leave the notes for an instance
- * of the applied mapping, which may take more; pending notes it leaves alone. A database that
- * cannot say counts as yes: the notes stay, nothing is lost.
+ * What this instance's checks go by. Its own mapping while it is the one last applied; otherwise
+ * (another instance started since with a different one: a rolling restart under way, or a
+ * mistake) only what both its own and the applied mapping withhold, so that neither a grant the
+ * applied one adds nor one this instance's adds is taken, and the notes are left for an instance
+ * of the applied mapping, which takes the rest; pending notes such an instance leaves alone. A
+ * database that cannot say (`applied` undefined) counts as outdated and takes nothing: the notes
+ * stay, nothing is lost.
  */
-async function mappingOutdated(ctx: PortalContext): Promise<boolean> {
+type MappingStanding =
+  | { readonly outdated: false }
+  | { readonly outdated: true; readonly applied: GroupProfiles | undefined };
+
+async function mappingStanding(ctx: PortalContext): Promise<MappingStanding> {
   try {
     const applied = await appliedMappingDiffers(ctx);
-    if (applied !== null)
-      ctx.logger.warn(
-        { applied },
-        'another portal instance applies a different scim.groupProfiles: this instance leaves the profile checks it runs noted for the instances of that mapping; give every instance the same mapping',
-      );
-    return applied !== null;
+    if (applied === null) return { outdated: false };
+    ctx.logger.warn(
+      { applied },
+      'another portal instance applies a different scim.groupProfiles: this instance takes only what both mappings withhold, and leaves the profile checks it runs noted for the instances of that mapping; give every instance the same mapping',
+    );
+    return { outdated: true, applied: parseMapping(applied) };
   } catch {
-    return true;
+    return { outdated: true, applied: undefined };
   }
 }
 
@@ -136,10 +146,12 @@ export async function applyGroupProfiles(
   if (check === null) return [];
   const receipts: RevocationId[] = [];
   const users = [...new Set(userIds)];
-  const outdated = await mappingOutdated(ctx);
+  const standing = await mappingStanding(ctx);
+  const outdated = standing.outdated;
   for (const [index, userId] of users.entries()) {
     try {
-      await checkProfiles(ctx, userId, receipts);
+      if (!standing.outdated) await checkProfiles(ctx, userId, receipts);
+      else if (standing.applied !== undefined) await checkProfiles(ctx, userId, receipts, standing.applied);
       if (outdated) continue;
       await clearProfileCheck(ctx.db, userId, check);
     } catch (error) {
@@ -190,7 +202,7 @@ export async function applyPendingGroupProfiles(
     // notes are left to the instances of the mapping applied: checked by this one's, they could
     // lose what that mapping grants, and as nothing clears them, the same first ones would be
     // checked again at every run while the rest waited.
-    if (await mappingOutdated(ctx)) return done;
+    if ((await mappingStanding(ctx)).outdated) return done;
     for (const { userId, check } of page) {
       options.checkpoint?.();
       after = userId;
@@ -214,11 +226,19 @@ export async function applyPendingGroupProfiles(
 /**
  * Takes from one user the configurations (and devices, enrollment tokens) of mapped profiles no group of theirs grants now; adds
  * their receipts to `receipts` one by one, so those of a check that fails midway are there too.
+ * With `applied` (the mapping applied last, when it is not this instance's), only what both
+ * mappings withhold.
  */
-async function checkProfiles(ctx: PortalContext, userId: UserId, receipts: RevocationId[]): Promise<void> {
+async function checkProfiles(
+  ctx: PortalContext,
+  userId: UserId,
+  receipts: RevocationId[],
+  applied?: GroupProfiles,
+): Promise<void> {
+  const own = ctx.config.scim.groupProfiles;
   // Undefined also when the user was destroyed meanwhile (by the directory or an administrator):
   // nothing left to take.
-  const grants = await groupGrantsOfUser(ctx.db, ctx.config.scim.groupProfiles, userId);
+  const grants = await groupGrantsUnderAll(ctx.db, applied === undefined ? [own] : [own, applied], userId);
   if (grants === undefined) return;
   const lost = grants.withholds;
   const userCtx = callForUser(ctx, userId);

@@ -40,7 +40,7 @@ export function canonicalMapping(mapping: GroupProfiles): string {
  * configured one is then remembered as a first mapping is: a text nobody can read is no reason
  * to revoke everyone's configurations).
  */
-function parseMapping(text: string | null): GroupProfiles {
+export function parseMapping(text: string | null): GroupProfiles {
   if (text === null) return new Map();
   try {
     const entries: unknown = JSON.parse(text);

@@ -3,7 +3,8 @@
 // grants it (a receipt each), not only at their next group change; a mapping that only adds
 // takes nothing and notes nobody; a database that never remembered a mapping (an upgrade), or
 // remembered `{}`, remembers the configured one and takes nothing at start; and an instance
-// still on an older mapping leaves the checks to the instances of the mapping applied last.
+// still on an older mapping takes only what both mappings withhold and leaves the checks to the
+// instances of the mapping applied last.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -232,7 +233,7 @@ test('a database that never remembered a mapping, as after an upgrade, remembers
   assert.deepEqual(await noted(portal), []);
 });
 
-test('an instance still on the mapping applied before checks by its own but leaves the notes to an instance of the mapping applied last', async (t) => {
+test('an instance still on the mapping applied before takes nothing its own mapping grants and leaves the notes to an instance of the mapping applied last', async (t) => {
   const start = portals(t);
   const older = await start(BEFORE);
   const { alice } = await staffAndAdmins(older.ctx, older.portal);
@@ -255,6 +256,42 @@ test('an instance still on the mapping applied before checks by its own but leav
   assert.deepEqual(await noted(older.portal), ['alice'], 'left for the newer mapping');
   await newer.portal.reconcile();
   assert.deepEqual(await profilesOf(newer.portal, 'alice'), ['employees', 'guests']);
+  assert.deepEqual(await noted(newer.portal), []);
+});
+
+test('during a rollout that adds a grant, an instance still on the older mapping takes from the members of its group changes only what both mappings withhold', async (t) => {
+  const start = portals(t);
+  // The older mapping grants VPN Staff guests alone; the newer, guests and contractors.
+  const older = await start(AFTER);
+  const alice = await provision(older.ctx, older.portal, 'alice');
+  const bob = await provision(older.ctx, older.portal, 'bob');
+  const staff = await createDirectoryGroup(older.ctx, {
+    displayName: 'VPN Staff',
+    externalId: null,
+    memberIds: [alice, bob],
+  });
+  // Adding members takes nothing: both keep contractors, which the older mapping withholds.
+  assert.deepEqual(await profilesOf(older.portal, 'alice'), ['contractors', 'employees', 'guests']);
+  const newer = await start(BEFORE, older.portal.database);
+  await newer.portal.reconcile();
+
+  // Through the older instance: bob leaves VPN Staff, alice leaves another group.
+  await replaceDirectoryGroup(older.ctx, staff.id, { displayName: 'VPN Staff', externalId: null, memberIds: [alice] });
+  const readers = await createDirectoryGroup(older.ctx, {
+    displayName: 'Readers',
+    externalId: null,
+    memberIds: [alice],
+  });
+  await replaceDirectoryGroup(older.ctx, readers.id, { displayName: 'Readers', externalId: null, memberIds: [] });
+  assert.deepEqual(
+    await profilesOf(older.portal, 'alice'),
+    ['contractors', 'employees', 'guests'],
+    'the applied mapping grants her contractors through VPN Staff',
+  );
+  assert.deepEqual(await profilesOf(older.portal, 'bob'), ['employees'], 'both withhold his guests and contractors');
+  assert.deepEqual(await noted(older.portal), ['alice', 'bob'], 'left for the newer mapping');
+  await newer.portal.reconcile();
+  assert.deepEqual(await profilesOf(newer.portal, 'alice'), ['contractors', 'employees', 'guests']);
   assert.deepEqual(await noted(newer.portal), []);
 });
 
