@@ -31,7 +31,7 @@ import { databaseNotReady, PortalMetrics } from './metrics/portal-metrics.js';
 import { startMetricsServer } from './shared/metrics-server.js';
 import { Teardown } from './shared/teardown.js';
 import { ReconcileScheduler } from './core/reconcile/index.js';
-import { applyEditedGroupProfiles } from './core/directory/index.js';
+import { applyEditedGroupProfiles, mappingAtStart, type MappingAtStart } from './core/directory/index.js';
 import { storageOutage } from './storage/errors.js';
 import { JamfPushCounts, MdmInventorySchedule } from './core/devices/index.js';
 import { recordNodeNat } from './core/nodes/index.js';
@@ -88,7 +88,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
   return teardown.starting(async () => {
     const ctx = await buildContext(config, options, logger, teardown);
     await checkWebhookKeyAtStart(ctx);
-    const mappingApplied = await applyGroupProfilesAtStart(ctx);
+    const mappingNotApplied = await applyGroupProfilesAtStart(ctx);
     const metrics = new PortalMetrics(ctx);
     const webhooks = new WebhookDeliveryWorker({ ...ctx, logger: logger.child({ component: 'webhooks' }) });
     const syslog = startSyslogCollectors(ctx, metrics, teardown);
@@ -117,7 +117,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
         `admin API disabled until ${ctx.keys.adminApiKeyPath} exists: run "vpn-portal generate-secrets --admin-api"`,
       );
     const background = startBackgroundWork(ctx, metrics, certificateCheck, webhooks, teardown);
-    if (!mappingApplied) background.reconciler.applyEditedMappingLater();
+    if (mappingNotApplied !== null) background.reconciler.applyEditedMappingLater(mappingNotApplied.atStart);
     return {
       ctx,
       ...servers,
@@ -132,19 +132,25 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
 /**
  * Before any request: an edited `scim.groupProfiles` notes the users it may take from
  * (src/core/directory/mapping-change.ts). A database that refuses the writes (full, read-only)
- * does not stop the start: answers false, and the reconcile passes' profile checks try again.
+ * does not stop the start: answers what the start read (`atStart`, undefined if even that
+ * failed), and the reconcile passes' profile checks try again, writing only over that mapping;
+ * null when applied.
  */
-async function applyGroupProfilesAtStart(ctx: PortalContext): Promise<boolean> {
+async function applyGroupProfilesAtStart(
+  ctx: PortalContext,
+): Promise<{ readonly atStart: MappingAtStart | undefined } | null> {
+  let atStart: MappingAtStart | undefined;
   try {
+    atStart = await mappingAtStart(ctx);
     await applyEditedGroupProfiles(ctx);
-    return true;
+    return null;
   } catch (error) {
     if (storageOutage(error) === null) throw error;
     ctx.logger.error(
       { err: error },
       'could not compare scim.groupProfiles with the mapping last applied; the reconcile pass tries again',
     );
-    return false;
+    return { atStart };
   }
 }
 

@@ -18,3 +18,26 @@ export async function writeState(db: Db, key: string, value: string): Promise<vo
 export async function deleteState(db: Db, key: string): Promise<void> {
   await db.deleteFrom('portal_state').where('key', '=', key).execute();
 }
+
+/**
+ * Writes `value` only over `expected` (null: only when the key holds nothing): answers whether
+ * it was written. One statement, so a value another instance wrote meanwhile is never overwritten
+ * (PostgreSQL compares the row's newest version once it has its lock).
+ */
+export async function replaceState(db: Db, key: string, expected: string | null, value: string): Promise<boolean> {
+  if (expected === null) {
+    const inserted = await db
+      .insertInto('portal_state')
+      .values({ key, value })
+      .onConflict((conflict) => conflict.column('key').doNothing())
+      .executeTakeFirst();
+    return (inserted.numInsertedOrUpdatedRows ?? 0n) > 0n;
+  }
+  const updated = await db
+    .updateTable('portal_state')
+    .set({ value })
+    .where('key', '=', key)
+    .where('value', '=', expected)
+    .executeTakeFirst();
+  return updated.numUpdatedRows > 0n;
+}

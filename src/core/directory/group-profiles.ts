@@ -45,7 +45,13 @@ import { retireDevice } from '../devices/index.js';
 import { revokeEnrollmentToken, tokenState } from '../enrollment/index.js';
 import { deleteConnection } from '../users/index.js';
 import { callForUser } from './call-for-user.js';
-import { appliedMappingDiffers, applyMappingChange, parseMapping, someMappingApplied } from './mapping-change.js';
+import {
+  appliedMappingDiffers,
+  applyMappingChange,
+  type MappingAtStart,
+  parseMapping,
+  someMappingApplied,
+} from './mapping-change.js';
 
 type GroupProfiles = PortalConfig['scim']['groupProfiles'];
 
@@ -73,12 +79,13 @@ function dueAtOnce(ctx: PortalContext): Date {
 
 /**
  * Once per start, before any request (src/portal.ts; when the database refused, at the next
- * pending checks' run): when `scim.groupProfiles` may take what the mapping last applied did
+ * pending checks' run, with `atStart`, the mapping remembered when the instance started, which
+ * it then writes over only): when `scim.groupProfiles` may take what the mapping last applied did
  * not, every directory user is noted for a check the next pending checks' run takes
  * (src/core/directory/mapping-change.ts). Answers how many were noted.
  */
-export function applyEditedGroupProfiles(ctx: PortalContext): Promise<number> {
-  return applyMappingChange(ctx, dueAtOnce(ctx));
+export function applyEditedGroupProfiles(ctx: PortalContext, atStart?: MappingAtStart): Promise<number> {
+  return applyMappingChange(ctx, dueAtOnce(ctx), atStart);
 }
 
 /**

@@ -5,5 +5,6 @@ export {
   GROUP_PROFILES_CALL,
   PENDING_CHECK_GRACE_MS,
 } from './group-profiles.js';
+export { mappingAtStart, type MappingAtStart } from './mapping-change.js';
 export * from './groups.js';
 export * from './users.js';

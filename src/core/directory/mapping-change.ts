@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import type { PortalConfig } from '../../config/portal-config.js';
 import type { ProfileId } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
-import { deleteState, readState, writeState } from '../../storage/portal-state.js';
+import { deleteState, readState, replaceState, writeState } from '../../storage/portal-state.js';
 import { noteProfileChecks, SCIM_IDS_PER_STATEMENT, scimIdsAfter } from '../../storage/scim-users.js';
 import type { Db } from '../../storage/database.js';
 import type { PortalContext } from '../context.js';
@@ -91,6 +91,16 @@ export async function appliedMappingDiffers(ctx: PortalContext): Promise<string 
   return applied === null || applied === canonicalMapping(ctx.config.scim.groupProfiles) ? null : applied;
 }
 
+/** The mapping remembered as applied when this instance started (null: none): what a delayed apply may write over. */
+export interface MappingAtStart {
+  readonly applied: string | null;
+}
+
+/** Read at start, before the apply: kept for a delayed apply should the start's writes be refused. */
+export async function mappingAtStart(ctx: PortalContext): Promise<MappingAtStart> {
+  return { applied: await readState(ctx.db, APPLIED_MAPPING_KEY) };
+}
+
 /**
  * Once per start (before any request, or at the profile checks if the database refused): when
  * the configured mapping is not the one last applied and may take more, notes every directory
@@ -100,33 +110,50 @@ export async function appliedMappingDiffers(ctx: PortalContext): Promise<string 
  * rolling restart) sees, after reading a note of this one, that it is outdated and leaves the
  * note (appliedMappingDiffers). A start stopped while noting leaves NOTING_KEY, and the next
  * start notes everyone again. Answers how many were noted.
+ *
+ * A delayed apply (`atStart`: what the start read) writes only over the mapping remembered when
+ * this instance started: one another instance remembered since, started later, stays the one
+ * applied, and this instance is outdated (its checks go by both, group-profiles.ts).
  */
-export async function applyMappingChange(ctx: PortalContext, due: Date): Promise<number> {
+export async function applyMappingChange(ctx: PortalContext, due: Date, atStart?: MappingAtStart): Promise<number> {
   const configured = ctx.config.scim.groupProfiles;
   const canonical = canonicalMapping(configured);
   const remembered = await readState(ctx.db, APPLIED_MAPPING_KEY);
   const unfinished = await readState(ctx.db, NOTING_KEY);
   if (remembered === canonical && unfinished === null) return 0;
+  const over = atStart === undefined ? undefined : atStart.applied;
+  if (over !== undefined && remembered !== over) return keptNewer(ctx);
   // No mapping applied before (none remembered, or `{}`): the first one takes nothing at start.
   if (unfinished === null && (remembered === null || parseMapping(remembered).size === 0)) {
     // Nothing to remember: a portal without a mapping writes nothing (it may be on a read-only database).
     if (configured.size === 0) return 0;
-    await writeState(ctx.db, APPLIED_MAPPING_KEY, canonical);
+    if (!(await remember(ctx.db, canonical, over))) return keptNewer(ctx);
     ctx.logger.info(
       'scim.groupProfiles is remembered as the mapping applied; it takes from each member at their next group change, and a later edit that may take more is applied to everyone at the start after it',
     );
     return 0;
   }
   if (unfinished === null && !mayTakeMore(parseMapping(remembered), configured)) {
-    await writeState(ctx.db, APPLIED_MAPPING_KEY, canonical);
+    if (!(await remember(ctx.db, canonical, over))) return keptNewer(ctx);
     if (remembered !== null)
       ctx.logger.info(
         'scim.groupProfiles differs from the mapping last applied but takes nothing more: nobody is noted',
       );
     return 0;
   }
-  await writeState(ctx.db, NOTING_KEY, canonical);
-  await writeState(ctx.db, APPLIED_MAPPING_KEY, canonical);
+  // The note that noting is under way commits with the mapping, or neither does.
+  const written = await ctx.db
+    .transaction()
+    .execute(async (trx) => {
+      await writeState(trx, NOTING_KEY, canonical);
+      if (await remember(trx, canonical, over)) return true;
+      throw new NewerMapping();
+    })
+    .catch((error: unknown) => {
+      if (error instanceof NewerMapping) return false;
+      throw error;
+    });
+  if (!written) return keptNewer(ctx);
   const noted = await noteEveryone(ctx, formatAtom(due));
   await deleteState(ctx.db, NOTING_KEY);
   ctx.logger.info(
@@ -134,6 +161,25 @@ export async function applyMappingChange(ctx: PortalContext, due: Date): Promise
     'scim.groupProfiles may take what the mapping last applied did not: every directory user is noted for a profile check, which the next reconcile passes run',
   );
   return noted;
+}
+
+/** Another instance remembered a mapping after this one's start: its write is rolled back. */
+class NewerMapping extends Error {}
+
+/** Remembers `canonical` as the mapping applied: over `over` only, when given; answers whether it was written. */
+async function remember(db: Db, canonical: string, over: string | null | undefined): Promise<boolean> {
+  if (over === undefined) {
+    await writeState(db, APPLIED_MAPPING_KEY, canonical);
+    return true;
+  }
+  return replaceState(db, APPLIED_MAPPING_KEY, over, canonical);
+}
+
+function keptNewer(ctx: PortalContext): number {
+  ctx.logger.warn(
+    'another portal instance remembered its scim.groupProfiles after this one started: that mapping stays the one applied, and this instance takes only what both withhold; give every instance the same mapping',
+  );
+  return 0;
 }
 
 /** Notes every directory user for one check, `at`, a page of them per statement; answers how many. */

@@ -52,7 +52,7 @@ import type { PortalContext } from '../context.js';
 import type { NodeNumber } from '../../shared/ids.js';
 import type { NodeDaemon } from '../../node-client/daemon-client.js';
 import type { ReconcileReason } from '../../node-client/fleet.js';
-import { applyEditedGroupProfiles, applyPendingGroupProfiles } from '../directory/index.js';
+import { applyEditedGroupProfiles, applyPendingGroupProfiles, type MappingAtStart } from '../directory/index.js';
 import { announceExpiringConfigurations, nextExpiryWarningAt } from '../expiry/index.js';
 import { runHousekeeping } from './housekeeping.js';
 import { NodeSlots, type NodeWorkKind } from './node-slots.js';
@@ -130,7 +130,7 @@ export class ReconcileScheduler {
    * refused, the profile checks try again until done. Never after: instances with different
    * mappings must not make each other note everyone again and again.
    */
-  private mappingToApply = false;
+  private mappingToApply: { readonly atStart: MappingAtStart | undefined } | null = null;
   /** Node passes under way or waiting for their place. */
   private readonly nodePasses = new Set<Promise<void>>();
   private readonly pendingNodes = new Set<NodeNumber>();
@@ -303,9 +303,12 @@ export class ReconcileScheduler {
     );
   }
 
-  /** The start could not apply an edited `scim.groupProfiles`: the next profile checks do, first. */
-  applyEditedMappingLater(): void {
-    this.mappingToApply = true;
+  /**
+   * The start could not apply an edited `scim.groupProfiles`: the next profile checks do, first,
+   * over the mapping the start read only (`atStart`; undefined: the start could not read it).
+   */
+  applyEditedMappingLater(atStart: MappingAtStart | undefined): void {
+    this.mappingToApply = { atStart };
   }
 
   /** Between the steps of locked work: ends it when the portal stops or its lock was lost. */
@@ -336,9 +339,9 @@ export class ReconcileScheduler {
     if (this.profileChecks !== null || this.stopped) return;
     this.profileChecks = this.locks
       .run('directory-profile-checks', async (held) => {
-        if (this.mappingToApply) {
-          await applyEditedGroupProfiles(this.ctx);
-          this.mappingToApply = false;
+        if (this.mappingToApply !== null) {
+          await applyEditedGroupProfiles(this.ctx, this.mappingToApply.atStart);
+          this.mappingToApply = null;
         }
         return applyPendingGroupProfiles(this.ctx, { checkpoint: () => this.checkpoint(held) });
       })

@@ -327,6 +327,41 @@ test('the reconcile pass of an instance still on an older mapping leaves the pen
   assert.deepEqual(await noted(newer.portal), []);
 });
 
+test('the delayed apply of a start whose database refused the writes does not write over a mapping another instance remembered since', async (t) => {
+  const { portal, ctx } = await portals(t)(AFTER);
+  await staffAndAdmins(ctx, portal);
+  const base = portal.portal.ctx;
+  const on = (mapping: Mapping): PortalContext => ({
+    ...base,
+    config: { ...base.config, scim: { ...base.config.scim, groupProfiles: map(mapping) } },
+  });
+  const applied = () => readState(base.db, APPLIED_MAPPING_KEY);
+  // Adds guests to VPN Admins: taking nothing more, remembered at once.
+  const THIRD: Mapping = { 'VPN Staff': ['guests'], 'VPN Admins': ['contractors', 'guests'] };
+  // Maps employees anew: everyone would be noted.
+  const TAKER: Mapping = { 'VPN Staff': ['guests'], 'VPN Admins': ['employees'] };
+
+  // Two instances started while AFTER was remembered and their database refused the writes:
+  // what their starts read.
+  const atStart = { applied: await applied() };
+  assert.equal(atStart.applied, canonicalMapping(map(AFTER)));
+  // Since, a third instance started on a mapping of its own, and could write.
+  assert.equal(await applyEditedGroupProfiles(on(THIRD)), 0);
+  assert.equal(await applied(), canonicalMapping(map(THIRD)));
+
+  // Their delayed applies, at their first profile checks: the later start's mapping stays.
+  assert.equal(await applyEditedGroupProfiles(on(BEFORE), atStart), 0);
+  assert.equal(await applyEditedGroupProfiles(on(TAKER), atStart), 0);
+  assert.equal(await applied(), canonicalMapping(map(THIRD)), 'not overwritten');
+  assert.deepEqual(await noted(portal), [], 'nobody noted for a mapping not applied');
+  assert.equal(await readState(base.db, NOTING_KEY), null);
+
+  // A delayed apply over the mapping its start read is made as a start's.
+  assert.equal(await applyEditedGroupProfiles(on(TAKER), { applied: await applied() }), 2);
+  assert.equal(await applied(), canonicalMapping(map(TAKER)));
+  assert.deepEqual(await noted(portal), ['alice', 'bob']);
+});
+
 test('a mapping set again after `{}` is remembered and takes nothing at start, as a first one', async (t) => {
   const start = portals(t);
   const first = await start(AFTER);
