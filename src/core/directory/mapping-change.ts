@@ -12,52 +12,19 @@
 // pushed its groups must not do it by surprise.
 import { randomUUID } from 'node:crypto';
 import type { PortalConfig } from '../../config/portal-config.js';
-import type { ProfileId } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
 import { deleteState, readState, replaceState, writeState } from '../../storage/portal-state.js';
 import { noteProfileChecks, SCIM_IDS_PER_STATEMENT, scimIdsAfter } from '../../storage/scim-users.js';
 import type { Db } from '../../storage/database.js';
+import { APPLIED_MAPPING_KEY, canonicalMapping, parseMapping } from '../access/index.js';
 import type { PortalContext } from '../context.js';
+
+export { APPLIED_MAPPING_KEY, canonicalMapping, parseMapping };
 
 type GroupProfiles = PortalConfig['scim']['groupProfiles'];
 
-/** The `portal_state` key of the mapping last applied, as canonicalMapping writes it. */
-export const APPLIED_MAPPING_KEY = 'scim_group_profiles_applied';
 /** The `portal_state` key of a mapping whose users are being noted: there while a start notes them. */
 export const NOTING_KEY = 'scim_group_profiles_noting';
-
-/** One form per mapping, whatever the order of its groups and profiles: what is compared and remembered. */
-export function canonicalMapping(mapping: GroupProfiles): string {
-  return JSON.stringify(
-    [...mapping.entries()]
-      .map(([group, profiles]) => [group, [...new Set(profiles)].sort()] as const)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
-  );
-}
-
-/**
- * The remembered mapping; `{}` when none was remembered, or when it cannot be read (the
- * configured one is then remembered as a first mapping is: a text nobody can read is no reason
- * to revoke everyone's configurations).
- */
-export function parseMapping(text: string | null): GroupProfiles {
-  if (text === null) return new Map();
-  try {
-    const entries: unknown = JSON.parse(text);
-    if (!Array.isArray(entries)) return new Map();
-    const mapping = new Map<string, ProfileId[]>();
-    for (const entry of entries) {
-      if (!Array.isArray(entry) || typeof entry[0] !== 'string' || !Array.isArray(entry[1])) return new Map();
-      mapping.set(
-        entry[0],
-        entry[1].filter((profile): profile is ProfileId => typeof profile === 'string'),
-      );
-    }
-    return mapping;
-  } catch {
-    return new Map();
-  }
-}
 
 /**
  * Whether a check by `next` may take from a user what a check by `previous` leaves them, with

@@ -24,7 +24,7 @@ import {
   type RegistrationNote,
 } from '../../storage/scim-users.js';
 import { findUser } from '../../storage/users.js';
-import { groupGrantsOfUser } from '../access/index.js';
+import { appliedMappingIfOther, groupGrantsOfUser, groupGrantsUnderAll } from '../access/index.js';
 import { registerDevice, retireDevice, type DeviceRegistration } from '../devices/index.js';
 import type { PortalContext } from '../context.js';
 import { createConfiguration, type IssuedConfiguration } from '../issuing/index.js';
@@ -171,6 +171,19 @@ async function groupsWithhold(ctx: PortalContext, userId: UserId, profileId: Pro
   return grants?.withholds(profileId) ?? false;
 }
 
+/**
+ * Whether the directory's check of the user would take the profile: withheld by this instance's
+ * mapping and, when another instance applied a different one since (a rolling restart), by that
+ * one too, as the checks of an outdated instance go (src/core/directory/group-profiles.ts). A
+ * retirement is final: an instance on an older mapping does not retire what the applied one grants.
+ */
+async function groupsTake(ctx: PortalContext, userId: UserId, profileId: ProfileId): Promise<boolean> {
+  const own = ctx.config.scim.groupProfiles;
+  const applied = await appliedMappingIfOther(ctx.db, own);
+  const grants = await groupGrantsUnderAll(ctx.db, applied === null ? [own] : [own, applied], userId);
+  return grants?.withholds(profileId) ?? false;
+}
+
 function notGrantedByGroups(userId: UserId, profileId: ProfileId): PortalError {
   return new PortalError(
     'not-allowed',
@@ -187,7 +200,7 @@ function notGrantedByGroups(userId: UserId, profileId: ProfileId): PortalError {
  * another check's stays for the reconcile pass. A read or retirement that fails leaves it too.
  */
 async function retireIfGroupsLetGo(ctx: PortalContext, device: StoredDevice, noted: string): Promise<void> {
-  const withheld = await groupsWithhold(ctx, device.userId, device.profileId);
+  const withheld = await groupsTake(ctx, device.userId, device.profileId);
   if (withheld)
     await retireDevice(ctx, device.deviceId, {
       reason: `no directory group of the user grants profile "${device.profileId}"`,

@@ -30,7 +30,9 @@ import {
   replaceDirectoryGroup,
 } from '../../../src/core/directory/index.js';
 import { type CertificateEnrollment, enrollByCertificate } from '../../../src/core/enrollment/index.js';
-import { asUserId } from '../../../src/shared/ids.js';
+import { APPLIED_MAPPING_KEY, canonicalMapping } from '../../../src/core/directory/mapping-change.js';
+import { asProfileId, asUserId } from '../../../src/shared/ids.js';
+import { writeState } from '../../../src/storage/portal-state.js';
 import { removeScimUserFromGroups } from '../../../src/storage/scim-groups.js';
 import { clearProfileCheck, noteProfileChecks, pendingProfileChecks } from '../../../src/storage/scim-users.js';
 import { formatAtom } from '../../../src/shared/time.js';
@@ -400,6 +402,38 @@ test('a group change the registration raced, whose check ran before the device w
     ['retired'],
   );
   assert.deepEqual(await profilesOf(portal, owner), [], 'no configuration');
+});
+
+test('an instance on another mapping than the one applied last does not retire a racing registration the applied mapping grants', async (t) => {
+  const { portal, ctx, device, enroll } = await selfRegistering(t, 'guests');
+  const owner = 'pia@example.org';
+  const { user } = await createDirectoryUser(ctx, { userName: owner, externalId: null, active: true, attributes: {} });
+  const guests = await createDirectoryGroup(ctx, { displayName: 'Guests', externalId: null, memberIds: [user.id] });
+  await createDirectoryGroup(ctx, { displayName: 'Contractors', externalId: null, memberIds: [user.id] });
+  // A rolling restart: an instance started since grants guests through Contractors too.
+  const newer = new Map(
+    Object.entries({ ...MAPPING, Contractors: ['contractors', 'guests'] }).map(([group, profiles]) => [
+      group,
+      profiles.map(asProfileId),
+    ]),
+  );
+  await writeState(ctx.db, APPLIED_MAPPING_KEY, canonicalMapping(newer));
+  // She leaves Guests with the registration, after its first read of the groups.
+  portal.portal.ctx.events.inTransaction(async (event, db) => {
+    if (event.type === 'device.registered' && event.device.userId === owner)
+      await db
+        .deleteFrom('scim_group_members')
+        .where('group_id', '=', guests.id)
+        .where('member_id', '=', user.id)
+        .execute();
+  });
+  const answer = await enroll(device('laptop', 'SELF-1', owner));
+  assert.equal(answer.status, 200, answer.text);
+  assert.deepEqual(
+    (await portal.admin.devices({ user_id: owner })).devices.map((registered) => registered.state),
+    ['active'],
+    'the applied mapping grants guests: not retired',
+  );
 });
 
 /** Fails every read of group memberships once armed, as a database failing at that moment would. */
