@@ -4,14 +4,25 @@
 // an allow-listed prefix lets exactly its addresses through. A huge answer is read for its first
 // bytes only; a status that came in time is the answer, however slowly its body follows.
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
+import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { sendWebhook, TargetGuard } from '../../../src/core/webhooks/sender.js';
 import { startEndlessBody } from '../../support/endless-body.js';
+
+/** A receiver on a free loopback port, closed with its connections when the test ends; answers its port. */
+async function receiverOnLoopback(t: TestContext, handle: RequestListener): Promise<number> {
+  const server = createServer(handle);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  return (server.address() as AddressInfo).port;
+}
 
 test('loopback, link-local, private, shared, multicast and mapped forms are refused; public addresses pass', () => {
   const guard = new TargetGuard({ allowPrivateTargets: [] }, '127.0.0.1');
@@ -105,13 +116,7 @@ test('a receiver answering 200 MiB is read for its first bytes only: the portal 
 
 test('a receiver that never answers is given up on after the timeout, even when the garbage collector runs meanwhile', async (t) => {
   // A server that takes the request and never answers.
-  const server = createServer(() => {});
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => {
-    server.closeAllConnections();
-    server.close();
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await receiverOnLoopback(t, () => {});
   const guard = new TargetGuard({ allowPrivateTargets: ['127.0.0.0/8'] }, '198.51.100.7');
   setFlagsFromString('--expose-gc');
   const collect = runInNewContext('gc') as () => void;
@@ -130,19 +135,13 @@ test('a receiver that never answers is given up on after the timeout, even when 
 
 test('a receiver whose 2xx came in time has answered, though its body still trickles in at the deadline: the excerpt is what came', async (t) => {
   // Headers and a first line at once, then a byte every 100 ms that never ends the body.
-  const server = createServer((request, response) => {
+  const port = await receiverOnLoopback(t, (request, response) => {
     request.resume();
     response.writeHead(202, { 'content-type': 'text/plain' });
     response.write('queued;');
     const trickle = setInterval(() => response.write('.'), 100);
     response.on('close', () => clearInterval(trickle));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => {
-    server.closeAllConnections();
-    server.close();
-  });
-  const { port } = server.address() as AddressInfo;
   const guard = new TargetGuard({ allowPrivateTargets: ['127.0.0.0/8'] }, '198.51.100.7');
   const started = Date.now();
   const result = await sendWebhook(
