@@ -7,8 +7,8 @@ import type { AdminCaller } from '../../core/admin-call.js';
 import type { PortalContext } from '../../core/context.js';
 import { PortalError } from '../../core/errors.js';
 import { recordAdminCall, recordLookup } from '../../core/access/index.js';
-import { bindCall, usersNamedIn, type AdminRoute } from '../admin-api/admin-route.js';
-import { statusOfPortalError } from '../plumbing/error-reply.js';
+import { bindCall, usersNamedIn, type AdminRoute, type BoundCall } from '../admin-api/admin-route.js';
+import { INTERNAL_ERROR_MESSAGE, isDatabaseOutage, statusOfPortalError } from '../plumbing/error-reply.js';
 import { HttpError } from '../plumbing/http-error.js';
 import type { ParamsSchema } from '../../protocol/admin-api-params.js';
 import { successStatusOf, type CallAnswer } from '../../protocol/admin-api.js';
@@ -31,7 +31,10 @@ export interface CallOptions {
   readonly headers?: Readonly<Record<string, string>>;
 }
 
-/** Makes one Admin API call as `caller`; a refusal or failure becomes a ConsoleRefusal (and, for a change, an audit row). */
+/**
+ * Makes one Admin API call as `caller`; a refusal becomes a ConsoleRefusal, and a change that was
+ * refused or failed is in the audit log (recordFailure).
+ */
 export async function callRoute<S extends ParamsSchema, A extends CallAnswer>(
   ctx: PortalContext,
   caller: AdminCaller,
@@ -41,10 +44,10 @@ export async function callRoute<S extends ParamsSchema, A extends CallAnswer>(
   options: CallOptions = {},
 ): Promise<RouteAnswer<A>> {
   const routeRequest = options.headers === undefined ? request : withHeaders(request, options.headers);
-  let call = null;
+  let bound: BoundCall<S> | null = null;
   try {
-    const bound = bindCall(route, ctx, caller, input, routeRequest);
-    call = bound.call;
+    bound = bindCall(route, ctx, caller, input, routeRequest);
+    const { call } = bound;
     const answer = await route.handle(bound.callCtx, bound.params, routeRequest, {});
     // As the API's surface does: a look-up of people by address is in the audit log with its reason.
     if (route.lookupOfPeople?.(call.parameters) === true) {
@@ -62,27 +65,49 @@ export async function callRoute<S extends ParamsSchema, A extends CallAnswer>(
     }
     return answer;
   } catch (error) {
-    const refusal = refusalOf(error);
-    if (refusal === null) throw error;
-    const lookup = call !== null && refusal.status !== 400 && route.lookupOfPeople?.(call.parameters) === true;
-    if (lookup && call !== null) {
-      await recordLookup(ctx, call, refusal.status, refusal.message, []).catch((auditError: unknown) =>
-        request.log.error({ err: auditError }, 'could not record a console look-up in the audit log'),
-      );
-    }
-    // As the API's onSend hook does: refusals and failed changes are in the audit log.
-    else if (refusal.status === 401 || refusal.status === 403 || route.method === 'POST') {
-      const audited = call ?? {
-        caller,
-        name: route.path.slice(1),
-        parameters: {},
-        successStatus: successStatusOf(route.answer),
-      };
-      await recordAdminCall(ctx, audited, refusal.status, refusal.message).catch((auditError: unknown) =>
-        request.log.error({ err: auditError }, 'could not record a console call in the audit log'),
-      );
-    }
-    throw refusal;
+    await recordFailure(ctx, caller, request, route, bound, error);
+    throw refusalOf(error) ?? error;
+  }
+}
+
+/**
+ * As the API's surface does for an answer that changed nothing: a refusal, and a change that
+ * failed — refused, or answered 500 for an error the portal did not expect — are in the audit
+ * log, who tried what. Not a change answered 503 for a database outage, which could not take the
+ * row either, nor one whose change was recorded before the error (in its own transaction).
+ */
+async function recordFailure<S extends ParamsSchema, A extends CallAnswer>(
+  ctx: PortalContext,
+  caller: AdminCaller,
+  request: FastifyRequest,
+  route: AdminRoute<S, A>,
+  bound: BoundCall<S> | null,
+  error: unknown,
+): Promise<void> {
+  const refusal = refusalOf(error);
+  const call = bound?.call ?? null;
+  if (
+    refusal === null &&
+    (route.method !== 'POST' || isDatabaseOutage(error) || (bound?.events.changesRecorded ?? 0) > 0)
+  )
+    return;
+  const status = refusal?.status ?? 500;
+  const detail = refusal?.message ?? INTERNAL_ERROR_MESSAGE;
+  const lookup = call !== null && status !== 400 && route.lookupOfPeople?.(call.parameters) === true;
+  if (lookup) {
+    await recordLookup(ctx, call, status, detail, []).catch((auditError: unknown) =>
+      request.log.error({ err: auditError }, 'could not record a console look-up in the audit log'),
+    );
+  } else if (status === 401 || status === 403 || route.method === 'POST') {
+    const audited = call ?? {
+      caller,
+      name: route.path.slice(1),
+      parameters: {},
+      successStatus: successStatusOf(route.answer),
+    };
+    await recordAdminCall(ctx, audited, status, detail).catch((auditError: unknown) =>
+      request.log.error({ err: auditError }, 'could not record a console call in the audit log'),
+    );
   }
 }
 

@@ -49,15 +49,26 @@ const OUTAGE_MESSAGES: Readonly<Record<StorageOutage, { readonly log: string; re
 /** Requests answered 503 because the database could not serve them (full, read-only, unavailable). */
 const answeredForOutage = new WeakSet<FastifyRequest>();
 
-/**
- * True when the request was answered 503 for a database outage: nothing more is asked of the
- * database for it (the audit log would fail the same way, and wait as long again).
- */
+/** What a client is told of a failure the portal did not expect; the log has the error. */
+export const INTERNAL_ERROR_MESSAGE = 'internal error; the portal log has the details';
+
 /** The HTTP status a use case's refusal is answered with. */
 export function statusOfPortalError(error: PortalError): number {
   return STATUS_OF[error.code];
 }
 
+/**
+ * True when an error is answered 503 for a database outage (full, read-only, unavailable) rather
+ * than 500: nothing more is asked of the database for it, not even its audit row.
+ */
+export function isDatabaseOutage(error: unknown): boolean {
+  return storageOutage(error) !== null;
+}
+
+/**
+ * True when the request was answered 503 for a database outage: nothing more is asked of the
+ * database for it (the audit log would fail the same way, and wait as long again).
+ */
 export function wasDatabaseOutage(request: FastifyRequest): boolean {
   return answeredForOutage.has(request);
 }
@@ -96,5 +107,5 @@ export function handleError(error: FastifyError | Error, request: FastifyRequest
     return sendError(reply, 503, messages.reply);
   }
   request.log.error({ err: error }, 'request failed');
-  return sendError(reply, 500, 'internal error; the portal log has the details');
+  return sendError(reply, 500, INTERNAL_ERROR_MESSAGE);
 }

@@ -1,9 +1,12 @@
 // A change made in the console is in the audit log as the same Admin API call would be: also a
 // revocation that found nothing to revoke (a configuration deleted meanwhile, a user disabled
-// already), which the API records as a POST that changed nothing. Over plain HTTP, as the
+// already), which the API records as a POST that changed nothing, and a change the database
+// refused (answered 500), which the API records as a failed POST. Over plain HTTP, as the
 // console's forms send it.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { sql } from 'kysely';
+import { isPostgres } from '../../../src/storage/database.js';
 import { auditLog, twoProfiles } from '../../support/admin-keys.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
@@ -82,6 +85,42 @@ test('a revocation made in the console that found nothing to revoke is in the au
       ['secret', 'disable_user', 204, 'alice', 0],
       ['secret', 'delete_connection', 204, 'alice', 0],
       ['secret', 'disable_user', 204, 'alice', 0],
+    ],
+  );
+});
+
+test('a change made in the console that failed with a server error is in the audit log with its 500, as the same Admin API call is', async (t) => {
+  const portal = await startTestPortal({ config: twoProfiles });
+  t.after(portal.close);
+  const db = portal.portal.ctx.db;
+  assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'employees' })).status, 200);
+  const session = await signIn(portal, portal.secret);
+
+  // The database refuses to change a user (a failing statement, not an outage: the portal
+  // answers 500, and the audit log can still be written).
+  if (isPostgres(db)) {
+    await sql`CREATE FUNCTION refuse_user_change() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'users may not change'; END $$`.execute(db);
+    await sql`CREATE TRIGGER refuse_user_change BEFORE UPDATE ON users FOR EACH ROW EXECUTE FUNCTION refuse_user_change()`.execute(
+      db,
+    );
+  } else {
+    await sql`CREATE TRIGGER refuse_user_change BEFORE UPDATE ON users BEGIN SELECT RAISE(ABORT, 'users may not change'); END`.execute(
+      db,
+    );
+  }
+  assert.equal(await confirm(portal, session, { action: 'disable_user', user_id: 'alice' }), 500);
+  // The API's own call, for comparison.
+  assert.equal((await portal.post('/disable_user', { user_id: 'alice' })).status, 500);
+  await sql`DROP TRIGGER refuse_user_change${sql.raw(isPostgres(db) ? ' ON users' : '')}`.execute(db);
+
+  assert.deepEqual((await portal.get('/disabled_users')).json(), { disabled_users: [] }, 'nothing was changed');
+  const rows = (await auditLog(portal)).filter((row) => row.call === 'disable_user').reverse();
+  assert.deepEqual(
+    rows.map((row) => [row.keyName, row.call, row.status, row.userId, row.detail]),
+    [
+      ['secret', 'disable_user', 500, 'alice', 'internal error; the portal log has the details'],
+      ['secret', 'disable_user', 500, 'alice', 'internal error; the portal log has the details'],
     ],
   );
 });
