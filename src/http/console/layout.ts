@@ -4,6 +4,10 @@ import { createHmac } from 'node:crypto';
 import { callerName, callerProfiles, callerScope, type AdminCaller } from '../../core/admin-call.js';
 import { scopeAllows, type AdminScope } from '../../protocol/admin-api.js';
 import { constantTimeEquals } from '../../shared/constant-time.js';
+import type { AdminRoute } from '../admin-api/admin-route.js';
+import { adminKeysRoute } from '../admin-api/routes/access/admin-keys.js';
+import { auditLogRoute } from '../admin-api/routes/access/audit-log.js';
+import { webhooksRoute } from '../admin-api/routes/webhooks/webhooks.js';
 import { html, type Html } from './html.js';
 
 export interface PageFrame {
@@ -13,24 +17,28 @@ export interface PageFrame {
   readonly csrfToken: string;
 }
 
-const SECTIONS: readonly { readonly path: string; readonly label: string; readonly scope: AdminScope }[] = [
-  { path: '', label: 'Dashboard', scope: 'read' },
-  { path: 'users', label: 'Users', scope: 'read' },
-  { path: 'devices', label: 'Devices', scope: 'read' },
-  { path: 'connections', label: 'Online', scope: 'read' },
-  { path: 'log', label: 'Connection log', scope: 'read' },
-  { path: 'abuse', label: 'Abuse lookup', scope: 'read' },
-  { path: 'tokens', label: 'Enrollment tokens', scope: 'read' },
-  { path: 'audit', label: 'Audit log', scope: 'admin' },
-  { path: 'webhooks', label: 'Webhooks', scope: 'admin' },
-  { path: 'keys', label: 'Admin keys', scope: 'admin' },
+/** What decides whether a section's link is shown: the rights of the Admin API call its page reads. */
+type CallRights = Pick<AdminRoute, 'scope' | 'needsEveryProfile'>;
+
+const SECTIONS: readonly { readonly path: string; readonly label: string; readonly reads: CallRights }[] = [
+  { path: '', label: 'Dashboard', reads: { scope: 'read' } },
+  { path: 'users', label: 'Users', reads: { scope: 'read' } },
+  { path: 'devices', label: 'Devices', reads: { scope: 'read' } },
+  { path: 'connections', label: 'Online', reads: { scope: 'read' } },
+  { path: 'log', label: 'Connection log', reads: { scope: 'read' } },
+  { path: 'abuse', label: 'Abuse lookup', reads: { scope: 'read' } },
+  { path: 'tokens', label: 'Enrollment tokens', reads: { scope: 'read' } },
+  // Each the call its page reads: the audit log and webhooks need a key for every profile.
+  { path: 'audit', label: 'Audit log', reads: auditLogRoute },
+  { path: 'webhooks', label: 'Webhooks', reads: webhooksRoute },
+  { path: 'keys', label: 'Admin keys', reads: adminKeysRoute },
 ];
 
 export function page(frame: PageFrame | null, title: string, body: Html, base: string): string {
   const nav =
     frame === null
       ? html``
-      : html`<nav aria-label="Sections"><ul>${SECTIONS.filter((section) => may(frame, section.scope)).map(
+      : html`<nav aria-label="Sections"><ul>${SECTIONS.filter((section) => mayCall(frame, section.reads)).map(
           (section) => html`<li><a href="${base}${section.path}">${section.label}</a></li>`,
         )}</ul>
         <form method="post" action="${base}sign-out" class="sign-out">${csrfField(frame)}<span class="who">${who(frame.caller)}</span> <button type="submit">Sign out</button></form></nav>`;
@@ -64,6 +72,15 @@ export function csrfField(frame: PageFrame): Html {
 export function may(frame: PageFrame, scope: AdminScope): boolean {
   const held = callerScope(frame.caller);
   return held !== null && scopeAllows(held, scope);
+}
+
+/**
+ * Whether the session may make a call, as bindCall checks it before the call runs: its scope, and
+ * a key for every profile when the call needs one. Pages show a link or read only then, so that
+ * no refusal the person never asked for is shown or stands in the audit log.
+ */
+export function mayCall(frame: PageFrame, rights: CallRights): boolean {
+  return may(frame, rights.scope) && (rights.needsEveryProfile !== true || callerProfiles(frame.caller) === null);
 }
 
 /** Who is signed in, as the header says it: name, scope and the profiles it is limited to. */

@@ -19,7 +19,7 @@ import { usersRoute } from '../admin-api/routes/listings/users.js';
 import { webhookDeliveriesRoute, webhooksRoute } from '../admin-api/routes/webhooks/webhooks.js';
 import { ConsoleRefusal, readAnswer } from './calls.js';
 import { html, jsonIsland, type Html } from './html.js';
-import { doneNote, may, problem, table, timeHint, zoneField } from './layout.js';
+import { doneNote, may, mayCall, problem, table, timeHint, zoneField } from './layout.js';
 import type { ConsolePage, ConsoleRequest, PageResult } from './console-request.js';
 import { describeBytes } from '../../shared/limited-body.js';
 import { lastReconcile } from './reconcile-times.js';
@@ -54,10 +54,9 @@ async function dashboard(r: ConsoleRequest): Promise<PageResult> {
   const online = await section(() => sessionsTable(r));
   // Read only when the session may: a read bound to be refused would put a refusal the person
   // never asked for in the audit log at every look at the dashboard.
-  const issued =
-    may(r.frame, 'admin') && callerProfiles(r.frame.caller) === null
-      ? await section(() => issuedToday(r))
-      : html`<p class="hint">Configurations issued and revoked today come from the audit log, which needs scope admin for every profile.</p>`;
+  const issued = mayCall(r.frame, auditLogRoute)
+    ? await section(() => issuedToday(r))
+    : html`<p class="hint">Configurations issued and revoked today come from the audit log, which needs scope admin for every profile.</p>`;
   const chart = await section(() => usageChart(r));
   return {
     title: 'Dashboard',

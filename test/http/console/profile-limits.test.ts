@@ -1,7 +1,8 @@
 // A console session limited to some profiles sees no more than its key sees through the Admin
 // API: on the dashboard, only the nodes of its own profiles, by number, never another profile's
 // node or any node's address; and no read the console knows the key may not make (the audit log
-// of every profile), which would stand in the audit log as a refusal of the key.
+// of every profile), which would stand in the audit log as a refusal of the key; nor a link in
+// the navigation to a page whose read it may not make.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Browser } from 'playwright-core';
@@ -94,4 +95,38 @@ test('an admin desk limited to one profile opens the dashboard without a refused
     /come from the audit log, which needs scope admin for every profile/,
   );
   assert.equal(await configurations.getByRole('alert').count(), 0, 'no refusal shown in its place');
+});
+
+test('the navigation links only the pages a session may open: no audit log or webhooks for a desk limited to a profile or without scope admin', async (t) => {
+  const portal = await portalWithTwoNodes();
+  t.after(portal.close);
+  const sections = async (key: string): Promise<string[]> => {
+    const { context, page } = await openTab(browser);
+    t.after(() => context.close());
+    await signIn(page, portal, key);
+    return page.getByRole('navigation', { name: 'Sections' }).getByRole('link').allTextContents();
+  };
+  const reads = ['Dashboard', 'Users', 'Devices', 'Online', 'Connection log', 'Abuse lookup', 'Enrollment tokens'];
+
+  assert.deepEqual(
+    await sections(await makeAdminKey(portal, 'admin', { scope: 'admin' })),
+    [...reads, 'Audit log', 'Webhooks', 'Admin keys'],
+    'an admin key for every profile may open every page',
+  );
+  const guestsAdmin = await makeAdminKey(portal, 'guest-admin', { scope: 'admin', profiles: ['guests'] });
+  assert.deepEqual(
+    await sections(guestsAdmin),
+    [...reads, 'Admin keys'],
+    'the audit log and the webhooks need a key for every profile; the admin keys of its profiles it may see',
+  );
+  assert.deepEqual(
+    await sections(await makeAdminKey(portal, 'helpdesk', { scope: 'write' })),
+    reads,
+    'scope write opens no page that needs scope admin',
+  );
+  assert.deepEqual(
+    (await auditLog(portal)).filter((entry) => entry.status === 403).map((entry) => [entry.keyName, entry.call]),
+    [],
+    'no page the sessions opened made a call that was refused',
+  );
 });
