@@ -8,35 +8,12 @@ import { test } from 'node:test';
 import { sql } from 'kysely';
 import { isPostgres } from '../../../src/storage/database.js';
 import { auditLog, twoProfiles } from '../../support/admin-keys.js';
+import { consoleUrl } from '../../support/console-browser.js';
+import { signIn, type FormSession } from '../../support/console-forms.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
-interface Session {
-  readonly cookie: string;
-  readonly csrf: string;
-}
-
-function consoleUrl(portal: TestPortal): string {
-  return `${portal.portal.url}/vpn-user-portal/admin/`;
-}
-
-/** Signs in with the sign-in form as a browser would, and reads the session's CSRF token from a page. */
-async function signIn(portal: TestPortal, credential: string): Promise<Session> {
-  const answer = await fetch(`${consoleUrl(portal)}sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
-    body: new URLSearchParams({ credential }).toString(),
-  });
-  assert.equal(answer.status, 303, await answer.text());
-  const cookie = (answer.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
-  const page = await fetch(`${consoleUrl(portal)}users`, { headers: { cookie } });
-  const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())?.[1];
-  assert.ok(csrf !== undefined, 'every page carries the session’s CSRF token');
-  return { cookie, csrf };
-}
-
 /** Sends the confirmation's form of a change, as its "Yes" button does. */
-async function confirm(portal: TestPortal, session: Session, form: Record<string, string>): Promise<number> {
+async function confirm(portal: TestPortal, session: FormSession, form: Record<string, string>): Promise<number> {
   const answer = await fetch(`${consoleUrl(portal)}do`, {
     method: 'POST',
     redirect: 'manual',
@@ -58,7 +35,7 @@ test('a revocation made in the console that found nothing to revoke is in the au
   assert.equal(created.status, 200, created.text);
   const [configuration] = await portal.admin.userConfigurationList('alice');
   assert.ok(configuration !== undefined);
-  const session = await signIn(portal, portal.secret);
+  const session = await signIn(portal, portal.secret, 'users');
   const removal = { action: 'disconnect', user_id: 'alice', connection_id: configuration.connection_id };
 
   assert.equal(await confirm(portal, session, removal), 303, 'the configuration is deleted');
@@ -94,7 +71,7 @@ test('a change made in the console that failed with a server error is in the aud
   t.after(portal.close);
   const db = portal.portal.ctx.db;
   assert.equal((await portal.post('/create', { user_id: 'alice', profile_id: 'employees' })).status, 200);
-  const session = await signIn(portal, portal.secret);
+  const session = await signIn(portal, portal.secret, 'users');
 
   // The database refuses to change a user (a failing statement, not an outage: the portal
   // answers 500, and the audit log can still be written).

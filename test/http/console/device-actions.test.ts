@@ -11,36 +11,13 @@ import { asDeviceId } from '../../../src/shared/ids.js';
 import type { AuditRecord } from '../../../src/storage/audit-log.js';
 import { auditLog, makeAdminKey, twoProfiles } from '../../support/admin-keys.js';
 import { rawRequest } from '../../support/raw-http.js';
+import { consoleUrl } from '../../support/console-browser.js';
+import { signIn, type FormSession } from '../../support/console-forms.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
-
-interface Session {
-  readonly cookie: string;
-  readonly csrf: string;
-}
-
-function consoleUrl(portal: TestPortal): string {
-  return `${portal.portal.url}/vpn-user-portal/admin/`;
-}
-
-/** Signs in with the sign-in form as a browser would, and reads the session's CSRF token from a page. */
-async function signIn(portal: TestPortal, credential: string): Promise<Session> {
-  const answer = await fetch(`${consoleUrl(portal)}sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
-    body: new URLSearchParams({ credential }).toString(),
-  });
-  assert.equal(answer.status, 303, await answer.text());
-  const cookie = (answer.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
-  const page = await fetch(`${consoleUrl(portal)}devices`, { headers: { cookie } });
-  const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())?.[1];
-  assert.ok(csrf !== undefined, 'every page carries the session’s CSRF token');
-  return { cookie, csrf };
-}
 
 async function post(
   portal: TestPortal,
-  session: Session,
+  session: FormSession,
   form: Record<string, string>,
   site = 'same-origin',
 ): Promise<{ status: number; text: string }> {
@@ -57,7 +34,7 @@ async function post(
   return { status: answer.status, text: await answer.text() };
 }
 
-async function get(portal: TestPortal, session: Session, path: string): Promise<{ status: number; text: string }> {
+async function get(portal: TestPortal, session: FormSession, path: string): Promise<{ status: number; text: string }> {
   const answer = await fetch(`${consoleUrl(portal)}${path}`, { headers: { cookie: session.cookie } });
   return { status: answer.status, text: await answer.text() };
 }
@@ -103,7 +80,7 @@ async function portalWithDevice(t: { after: (fn: () => Promise<void>) => void })
 
 test('a read-only session may not suspend, resume or retire a device: 403 naming the scope, audited, nothing changed', async (t) => {
   const { portal, deviceId } = await portalWithDevice(t);
-  const viewer = await signIn(portal, await makeAdminKey(portal, 'viewer', { scope: 'read' }));
+  const viewer = await signIn(portal, await makeAdminKey(portal, 'viewer', { scope: 'read' }), 'devices');
   const page = await get(portal, viewer, `device?device_id=${deviceId}`);
   assert.equal(page.status, 200);
   assert.doesNotMatch(page.text, /Suspend…|Resume…|Retire…/, 'no change is offered');
@@ -123,7 +100,7 @@ test('a read-only session may not suspend, resume or retire a device: 403 naming
 
 test('a form without the session’s CSRF token, or sent from another site, is refused before anything is done', async (t) => {
   const { portal, deviceId } = await portalWithDevice(t);
-  const admin = await signIn(portal, portal.secret);
+  const admin = await signIn(portal, portal.secret, 'devices');
   const before = await devicesState(portal);
   const withoutToken = await post(portal, admin, { action: 'retire_device', device_id: deviceId });
   assert.equal(withoutToken.status, 403);
@@ -154,7 +131,7 @@ test('a form without the session’s CSRF token, or sent from another site, is r
 
 test('a page another page of the same site embeds or fetches is refused and audited; following a link to it opens it', async (t) => {
   const { portal } = await portalWithDevice(t);
-  const admin = await signIn(portal, portal.secret);
+  const admin = await signIn(portal, portal.secret, 'devices');
   const lookup = `abuse?ip=${encodeURIComponent('192.0.2.7')}&at=${encodeURIComponent('2026-11-28T10:00:00Z')}&reason=ticket-1`;
   // As the browser sends them (fetch would put its own Sec-Fetch-Mode in).
   const asked = (site: string, mode: string, dest: string) =>
@@ -187,6 +164,7 @@ test('a session limited to another profile neither sees nor changes the device: 
   const guests = await signIn(
     portal,
     await makeAdminKey(portal, 'guest-desk', { scope: 'write', profiles: ['guests'] }),
+    'devices',
   );
   const list = await get(portal, guests, 'devices?serial=PF3X9');
   assert.equal(list.status, 200);
@@ -210,7 +188,7 @@ test('a session limited to another profile neither sees nor changes the device: 
 
 test('an unknown or malformed device, or a bad search, answers its status with the reason and changes nothing', async (t) => {
   const { portal } = await portalWithDevice(t);
-  const admin = await signIn(portal, portal.secret);
+  const admin = await signIn(portal, portal.secret, 'devices');
   const before = await devicesState(portal);
   const unknown = await get(portal, admin, 'device?device_id=dev_000000000000000000000000');
   assert.equal(unknown.status, 404);
@@ -235,7 +213,7 @@ test("a device suspended by two checks shows both reasons on its page, and the r
   const ctx = portal.portal.ctx;
   await suspendDevice(ctx, { deviceId: asDeviceId(deviceId), reason: 'noncompliant', by: '(portal)' });
   await suspendDevice(ctx, { deviceId: asDeviceId(deviceId), reason: 'jamf-group', by: 'jamf' });
-  const admin = await signIn(portal, portal.secret);
+  const admin = await signIn(portal, portal.secret, 'devices');
   const page = await get(portal, admin, `device?device_id=${deviceId}`);
   assert.equal(page.status, 200);
   assert.match(
