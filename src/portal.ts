@@ -92,7 +92,7 @@ export async function startPortal(config: PortalConfig, options: PortalOptions =
     const metrics = new PortalMetrics(ctx);
     const webhooks = new WebhookDeliveryWorker({ ...ctx, logger: logger.child({ component: 'webhooks' }) });
     const syslog = startSyslogCollectors(ctx, metrics, teardown);
-    const syslogMessagesMade = wireListeners(ctx, metrics, () => webhooks.wake(), syslog);
+    const syslogMessagesMade = wireListeners(ctx, metrics, () => webhooks.wake(), syslog, teardown);
     // Stopped before the collectors close (stops run in reverse): the last sessions' messages go
     // too. Within the flush time: a database that does not answer does not hold the stop.
     teardown.defer('syslog messages being made', () =>
@@ -229,13 +229,15 @@ async function clockOf(db: Db, logger: Logger, teardown: Teardown): Promise<Cloc
 /**
  * The listeners of the events seam (src/listeners/), one file each. Their order here does not
  * matter: the closing writes run in storage's own order (src/storage/closing-writes.ts).
- * Returns what a stop awaits before the syslog collectors close: the messages being made.
+ * Returns what a stop awaits before the syslog collectors close: the messages being made; the
+ * connect scripts register their own stop.
  */
 function wireListeners(
   ctx: PortalContext,
   metrics: PortalMetrics,
   wakeWebhooks: () => void,
   syslog: readonly SyslogCollector[],
+  teardown: Teardown,
 ): () => Promise<void> {
   const { config, events, logger } = ctx;
   writeConnectionLog(events, { keepOriginatingIp: config.connectionLogLines.originatingIp });
@@ -244,8 +246,11 @@ function wireListeners(
   dropRevokedKeptAnswers(events);
   stampDeviceLastSeen(events);
   moveListingGeneration(events);
-  if (config.connectScript !== null)
-    runConnectScript(events, config.connectScript, logger.child({ component: 'connect-script' }));
+  if (config.connectScript !== null) {
+    const scripts = runConnectScript(events, config.connectScript, logger.child({ component: 'connect-script' }));
+    // Stopped after the HTTP server (stops run in reverse): no connect waits for a script by then.
+    teardown.defer('connect scripts', () => scripts.stop());
+  }
   if (config.connectionLogLines.enabled)
     writeConnectionLogLines(events, config.connectionLogLines, logger.child({ component: 'connections' }));
   writeWebhookOutbox(events, wakeWebhooks);

@@ -797,13 +797,13 @@ export const portalConfigSchema = z.strictObject({
     .prefault({}),
   connectScriptPath: z.string().min(1).optional().meta({
     description:
-      "A program run at every connect and disconnect with the `VPN_*` variables the reference's connect script gets; its non-zero exit refuses an OpenVPN client. A relative path is taken from the configuration file's folder. Unset: none.",
+      "A program run at every connect and disconnect with the `VPN_*` variables the reference's connect script gets; its non-zero exit refuses an OpenVPN client. At most 16 copies run at once; the others wait their turn, in order. A relative path is taken from the configuration file's folder. Unset: none.",
     see: 'sessions-and-statistics.md',
   }),
   connectScriptTimeout: isoDuration
     .default('PT10S')
     .describe(
-      'A connect script still running after this (PT1S–PT1M) is killed, with the processes it started; an OpenVPN client waiting for it is refused.',
+      'A connect script still running after this (PT1S–PT1M) is killed, with the processes it started; an OpenVPN client waiting for it is refused. For an OpenVPN connect it counts from when the script was asked for, time spent waiting for a place included; a disconnect gets it all once its script starts.',
     ),
   Log: z
     .strictObject({

@@ -7,20 +7,37 @@
 // the change is durable and never holds up an Admin API call; its failures are logged.
 // WireGuard has no connect to refuse: its sessions start from handshakes
 // (core/sessions/wireguard.ts), so the script hears of them, later, but cannot veto them.
+// At most CONNECT_SCRIPT_CONCURRENCY copies run at once, the others wait their turn in order: a
+// restart or a mass disconnect that ends thousands of sessions at once would otherwise fork
+// thousands of processes at once and could take the host down.
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Logger } from 'pino';
 import { ListenerRefusal, type PortalEvent, type PortalEvents } from '../core/events.js';
 import { messageOf } from '../shared/error-message.js';
+import { elapsedSince, monotonicNow, type MonotonicMs } from '../shared/monotonic.js';
 
 export interface ConnectScript {
   readonly path: string;
   readonly timeoutMs: number;
 }
 
-export function runConnectScript(events: PortalEvents, script: ConnectScript, logger: Logger): void {
+/** How many copies of the script run at once; the events beyond wait their turn, in order. */
+export const CONNECT_SCRIPT_CONCURRENCY = 16;
+
+/** How long a stopping portal waits for the scripts running and waiting to end. */
+const STOP_DRAIN_MS = 5_000;
+
+/** Answers the portal's stop: waits a moment for the scripts, then runs none of those still waiting. */
+export interface ConnectScriptRuns {
+  stop(): Promise<void>;
+}
+
+export function runConnectScript(events: PortalEvents, script: ConnectScript, logger: Logger): ConnectScriptRuns {
+  const runs = new BoundedRuns(script, CONNECT_SCRIPT_CONCURRENCY, logger);
   events.approval(async (event) => {
     if (event.type !== 'session.started' || event.configuration.vpnProto !== 'openvpn') return;
-    const outcome = await run(script, environmentOf(event));
+    // The client waits: the time spent waiting for a place counts against connectScriptTimeout.
+    const outcome = await runs.run(environmentOf(event), 'waitCounts');
     if (outcome.ok) return;
     logger.warn(
       { script: script.path, connectionId: event.configuration.connectionId, reason: outcome.reason },
@@ -32,17 +49,145 @@ export function runConnectScript(events: PortalEvents, script: ConnectScript, lo
   // so none will end; its "D" comes now, with nothing carried, to undo what its "C" set up.
   events.withdrawn(async (event) => {
     if (event.type !== 'session.started' || event.configuration.vpnProto !== 'openvpn') return;
-    const outcome = await run(script, withdrawnEnvironmentOf(event));
+    const outcome = await runs.run(withdrawnEnvironmentOf(event), 'waitFree');
     if (!outcome.ok)
-      logger.warn({ script: script.path, event: 'withdrawn connect', reason: outcome.reason }, 'connect script failed');
+      logger.warn(
+        {
+          script: script.path,
+          event: 'withdrawn connect',
+          connectionId: event.configuration.connectionId,
+          reason: outcome.reason,
+        },
+        'connect script failed',
+      );
   });
   events.afterCommit(async (event) => {
     if (event.type === 'session.started' && event.configuration.vpnProto === 'openvpn') return; // already run, above
     if (event.type !== 'session.started' && event.type !== 'session.ended') return;
-    const outcome = await run(script, environmentOf(event));
+    const outcome = await runs.run(environmentOf(event), 'waitFree');
     if (!outcome.ok)
-      logger.warn({ script: script.path, event: event.type, reason: outcome.reason }, 'connect script failed');
+      logger.warn(
+        {
+          script: script.path,
+          event: event.type,
+          connectionId: event.type === 'session.started' ? event.configuration.connectionId : event.connectionId,
+          reason: outcome.reason,
+        },
+        'connect script failed',
+      );
   });
+  return runs;
+}
+
+/**
+ * Whether the time a run waits for a place counts against connectScriptTimeout: it does for a
+ * connect the client waits for (its answer must come within the timeout, or the node gives up
+ * anyway), not for what runs after the change (nobody waits; the script gets its whole timeout).
+ */
+type WaitKind = 'waitCounts' | 'waitFree';
+
+interface Waiting {
+  readonly env: Record<string, string>;
+  readonly queuedAt: MonotonicMs;
+  readonly kind: WaitKind;
+  readonly resolve: (outcome: Outcome) => void;
+  /** A connect's deadline while it waits (waitCounts): refused without running once it passes. */
+  timer: NodeJS.Timeout | undefined;
+}
+
+/**
+ * The script's runs, at most `limit` at once; the others wait in the order they came (so a
+ * connection's "D" never starts before the "C" it follows). Each waiting run is started once, or
+ * answered without running (a connect whose timeout passed while it waited, a run still waiting
+ * when the portal stopped), never both.
+ */
+class BoundedRuns implements ConnectScriptRuns {
+  readonly #script: ConnectScript;
+  readonly #limit: number;
+  readonly #logger: Logger;
+  /** In arrival order (a Set keeps it, and lets a connect that gave up leave from the middle). */
+  readonly #waiting = new Set<Waiting>();
+  #running = 0;
+  #stopped = false;
+  /** Told when nothing runs or waits any more (a stop waiting for the drain). */
+  #onIdle: (() => void) | undefined;
+
+  constructor(script: ConnectScript, limit: number, logger: Logger) {
+    this.#script = script;
+    this.#limit = limit;
+    this.#logger = logger;
+  }
+
+  run(env: Record<string, string>, kind: WaitKind): Promise<Outcome> {
+    if (this.#stopped) return Promise.resolve({ ok: false, reason: 'not run: the portal is stopping' });
+    return new Promise((resolve) => {
+      const waiting: Waiting = { env, queuedAt: monotonicNow(), kind, resolve, timer: undefined };
+      this.#waiting.add(waiting);
+      if (kind === 'waitCounts')
+        waiting.timer = setTimeout(() => {
+          if (!this.#waiting.delete(waiting)) return; // started meanwhile
+          resolve({
+            ok: false,
+            reason: `not run: no place among the ${this.#limit} scripts running within ${this.#script.timeoutMs} ms`,
+          });
+          this.#checkIdle();
+        }, this.#script.timeoutMs);
+      this.#startWaiting();
+    });
+  }
+
+  async stop(): Promise<void> {
+    if (this.#running > 0 || this.#waiting.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        this.#onIdle = resolve;
+        timer = setTimeout(resolve, STOP_DRAIN_MS);
+      });
+      clearTimeout(timer);
+      this.#onIdle = undefined;
+    }
+    this.#stopped = true;
+    const notRun = [...this.#waiting];
+    this.#waiting.clear();
+    if (notRun.length > 0)
+      this.#logger.warn(
+        { script: this.#script.path, notRun: notRun.length, running: this.#running },
+        'the portal stopped with connect script runs still waiting: they are not run',
+      );
+    for (const waiting of notRun) {
+      clearTimeout(waiting.timer);
+      waiting.resolve({ ok: false, reason: 'not run: the portal stopped' });
+    }
+  }
+
+  #startWaiting(): void {
+    for (const waiting of this.#waiting) {
+      if (this.#running >= this.#limit || this.#stopped) return;
+      this.#waiting.delete(waiting);
+      clearTimeout(waiting.timer);
+      this.#running++;
+      const waited = elapsedSince(waiting.queuedAt);
+      const timeoutMs =
+        waiting.kind === 'waitCounts' ? Math.max(1, this.#script.timeoutMs - waited) : this.#script.timeoutMs;
+      void run(this.#script.path, waiting.env, timeoutMs).then((outcome) => {
+        this.#running--;
+        waiting.resolve(
+          outcome.ok || waiting.kind === 'waitFree' || waited < 1 ? outcome : waitedToo(outcome.reason, waited),
+        );
+        this.#startWaiting();
+        this.#checkIdle();
+      });
+    }
+  }
+
+  #checkIdle(): void {
+    if (this.#running === 0 && this.#waiting.size === 0) this.#onIdle?.();
+  }
+}
+
+/** A connect that waited for a place and was then refused: the wait is part of the story. */
+function waitedToo(reason: string, waitedMs: number): Outcome {
+  return { ok: false, reason: `${reason} (after ${Math.round(waitedMs)} ms waiting for a place)` };
 }
 
 type Outcome = { readonly ok: true } | { readonly ok: false; readonly reason: string };
@@ -55,7 +200,7 @@ type Outcome = { readonly ok: true } | { readonly ok: false; readonly reason: st
  * own, so that a script still running after the timeout is killed with everything it started,
  * not leaving a `sleep` or a `curl` behind at every hung connect.
  */
-function run(script: ConnectScript, env: Record<string, string>): Promise<Outcome> {
+function run(scriptPath: string, env: Record<string, string>, timeoutMs: number): Promise<Outcome> {
   return new Promise((resolve) => {
     let timedOut = false;
     let settled = false;
@@ -67,7 +212,7 @@ function run(script: ConnectScript, env: Record<string, string>): Promise<Outcom
     };
     let child: ChildProcess;
     try {
-      child = spawn(script.path, [], {
+      child = spawn(scriptPath, [], {
         env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...env },
         stdio: 'ignore',
         detached: true,
@@ -79,10 +224,10 @@ function run(script: ConnectScript, env: Record<string, string>): Promise<Outcom
     const timer = setTimeout(() => {
       timedOut = true;
       killProcessGroup(child.pid);
-    }, script.timeoutMs);
+    }, timeoutMs);
     child.once('error', (error) => settle({ ok: false, reason: error.message }));
     child.once('exit', (code, signal) => {
-      if (timedOut) settle({ ok: false, reason: `still running after ${script.timeoutMs} ms; killed` });
+      if (timedOut) settle({ ok: false, reason: `still running after ${Math.round(timeoutMs)} ms; killed` });
       else if (code === 0) settle({ ok: true });
       else if (code !== null) settle({ ok: false, reason: `exited with ${code}` });
       else settle({ ok: false, reason: `ended by ${signal ?? 'a signal'}` });

@@ -3,12 +3,15 @@
 // at its disconnect (with the byte counts); one that hangs is killed after
 // `connectScriptTimeout`, with what it started, and the client refused, and meanwhile Admin API
 // calls are not held up. The answer comes when the script exits, whatever it left running or wrote.
+// Many sessions ending at once run at most CONNECT_SCRIPT_CONCURRENCY copies at once, each once;
+// a connect waiting for a place is refused at its timeout, and a stop does not wait for the queue.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { pino } from 'pino';
+import { CONNECT_SCRIPT_CONCURRENCY } from '../../src/listeners/connect-script.js';
 import { asNodeNumber } from '../../src/shared/ids.js';
 import { startTestPortal, UNREACHABLE_NODE, type TestPortal } from '../support/test-portal.js';
 
@@ -162,6 +165,117 @@ test('a script killed after connectScriptTimeout is killed with the processes it
   assert.equal(isRunning(child), false, 'the sleep the hung script started is gone too');
 });
 
+/**
+ * A script that, at a disconnect, counts the copies of itself running (under flock, so the count
+ * is exact), keeps the highest count, and stays a moment; at a connect it exits at once.
+ */
+const COUNTING_SCRIPT = `dir="$(dirname "$0")"
+[ "$VPN_EVENT" = D ] || exit 0
+echo "$VPN_CONNECTION_ID" >> "$dir/ended.log"
+flock "$dir/lock" sh -c 'n=$(($(cat "$1/running" 2>/dev/null || echo 0) + 1)); echo $n > "$1/running"; [ $n -gt $(cat "$1/most" 2>/dev/null || echo 0) ] && echo $n > "$1/most"; true' _ "$dir"
+sleep 2
+flock "$dir/lock" sh -c 'echo $(($(cat "$1/running") - 1)) > "$1/running"' _ "$dir"`;
+
+/** `count` OpenVPN clients of alice, connected. */
+async function connectedClients(portal: TestPortal, count: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let index = 0; index < count; index++) {
+    await portal.admin.create({ user_id: 'alice', profile_id: 'staff' }, OPENVPN);
+  }
+  for (const entry of await portal.admin.userConfigurationList('alice')) {
+    const connected = await nodeApi(portal, 'connect', {
+      profile_id: 'staff',
+      common_name: entry.connection_id,
+      ip_four: `10.60.0.${ids.length + 2}`,
+    });
+    assert.equal(connected.text, 'OK');
+    ids.push(entry.connection_id);
+  }
+  return ids;
+}
+
+test('sessions ending all at once run at most CONNECT_SCRIPT_CONCURRENCY copies of the script at once, each session once', async (t) => {
+  const { portal, directory } = await portalWithScript(t, COUNTING_SCRIPT);
+  const sessions = await connectedClients(portal, 2 * CONNECT_SCRIPT_CONCURRENCY);
+  const answers = await Promise.all(
+    sessions.map((id) => nodeApi(portal, 'disconnect', { common_name: id, bytes_in: '1', bytes_out: '2' })),
+  );
+  assert.ok(answers.every((answer) => answer.text === 'OK'));
+  const ended = path.join(directory, 'ended.log');
+  await waitUntil(
+    () => readLines(ended).length >= sessions.length && readLines(path.join(directory, 'running'))[0] === '0',
+    200,
+  );
+
+  assert.deepEqual(readLines(ended).sort(), [...sessions].sort(), 'every session ended ran the script, once');
+  const most = Number(readLines(path.join(directory, 'most'))[0]);
+  assert.ok(most <= CONNECT_SCRIPT_CONCURRENCY, `${most} copies ran at once`);
+  assert.ok(most > 1, 'the copies that may run together did');
+});
+
+test('a connect that waits for a place among busy scripts is refused at connectScriptTimeout without running it; the waiting disconnects all run', async (t) => {
+  const { portal, directory, logged } = await portalWithScript(
+    t,
+    `echo "$VPN_EVENT $VPN_CONNECTION_ID" >> "$(dirname "$0")/events.log"
+[ "$VPN_EVENT" = C ] || sleep 30`,
+    'PT2S',
+  );
+  // Twice as many disconnects as places: the first ones hang until they are killed at 2 s, then the rest.
+  const sessions = await connectedClients(portal, 2 * CONNECT_SCRIPT_CONCURRENCY);
+  const late = await openVpnConfiguration(portal, 'bob');
+  for (const id of sessions)
+    assert.equal((await nodeApi(portal, 'disconnect', { common_name: id, bytes_in: '0', bytes_out: '0' })).text, 'OK');
+  const events = path.join(directory, 'events.log');
+  await waitUntil(() => readLines(events).filter((line) => line.startsWith('D')).length === CONNECT_SCRIPT_CONCURRENCY);
+
+  const started = Date.now();
+  const connect = await nodeApi(portal, 'connect', { profile_id: 'staff', common_name: late, ip_four: '10.60.0.200' });
+  const waited = Date.now() - started;
+  assert.equal(connect.text, 'ERR', 'no place came free within the timeout');
+  assert.ok(waited >= 2_000 && waited < 5_000, `refused at connectScriptTimeout (${waited} ms)`);
+  const line = logged.find((entry) => entry['msg'] === 'connect script refused the OpenVPN client');
+  assert.match(String(line?.['reason']), /not run: no place/);
+  await waitUntil(() => readLines(events).filter((l) => l.startsWith('D')).length === sessions.length, 200);
+  assert.deepEqual(
+    readLines(events)
+      .filter((l) => l.startsWith('D'))
+      .map((l) => l.slice(2))
+      .sort(),
+    [...sessions].sort(),
+    'every disconnect ran once, the ones that waited too',
+  );
+  assert.ok(!readLines(events).includes(`C ${late}`), 'the refused connect never ran the script');
+});
+
+test('a portal stopped with script runs waiting stops within moments, runs none of them later, and says so', async (t) => {
+  const { portal, directory, logged } = await portalWithScript(
+    t,
+    `echo $$ >> "$(dirname "$0")/pids"
+[ "$VPN_EVENT" = C ] || exec sleep 30`,
+    'PT1M',
+  );
+  const sessions = await connectedClients(portal, 2 * CONNECT_SCRIPT_CONCURRENCY);
+  const scripts: number[] = [];
+  // The hanging scripts outlive the portal (they lead process groups of their own): ended here.
+  t.after(() => {
+    for (const pid of scripts) killIfRunning(-pid);
+  });
+  for (const id of sessions)
+    assert.equal((await nodeApi(portal, 'disconnect', { common_name: id, bytes_in: '0', bytes_out: '0' })).text, 'OK');
+  const pids = path.join(directory, 'pids');
+  await waitUntil(() => readLines(pids).length === sessions.length + CONNECT_SCRIPT_CONCURRENCY);
+  scripts.push(...readLines(pids).map(Number));
+
+  const started = Date.now();
+  await portal.close();
+  const stopping = Date.now() - started;
+  assert.ok(stopping < 8_000, `the stop did not wait for the queue (${stopping} ms)`);
+  const line = logged.find((entry) => String(entry['msg']).startsWith('the portal stopped with connect script runs'));
+  assert.equal(line?.['notRun'], CONNECT_SCRIPT_CONCURRENCY);
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  assert.equal(readLines(pids).length, sessions.length + CONNECT_SCRIPT_CONCURRENCY, 'nothing ran after the stop');
+});
+
 /** The process id a script wrote to `file`. */
 function readPid(file: string): number {
   const pid = Number(readFileSync(file, 'utf8').trim());
@@ -195,6 +309,6 @@ function readLines(file: string): string[] {
   }
 }
 
-async function waitUntil(condition: () => boolean): Promise<void> {
-  for (let tries = 0; tries < 100 && !condition(); tries++) await new Promise((resolve) => setTimeout(resolve, 50));
+async function waitUntil(condition: () => boolean, tries = 100): Promise<void> {
+  for (let tried = 0; tried < tries && !condition(); tried++) await new Promise((resolve) => setTimeout(resolve, 50));
 }
