@@ -300,13 +300,23 @@ export class ProxyGuardRelay {
     tunnel.start(head);
   }
 
-  /** Below the limit, or a tunnel could give its place to one of `client` (makeRoomFor). */
+  /** Below the limit, or a tunnel could give its place to one of `client` (placeFor). */
   #hasRoomOrEvictable(client: string): boolean {
-    return (
-      this.tunnelCount < this.#options.maxTunnels ||
-      this.#unanswered.size > 0 ||
-      this.#shares.oldestOfLargestAbove(client) !== undefined
-    );
+    return this.tunnelCount < this.#options.maxTunnels || this.#placeFor(client) !== undefined;
+  }
+
+  /**
+   * The tunnel that gives its place to one of `client` on a full relay: the oldest WireGuard has
+   * not answered yet (a real client's handshake is answered within a round trip, so such a tunnel
+   * is most likely junk that would hold its place until answerTimeoutMs; a real client evicted so
+   * retries at once); when every tunnel is answered, the oldest of the client holding the most, so
+   * that one valid configuration opened over and over cannot keep every other client out.
+   */
+  #placeFor(client: string): { readonly tunnel: ProxyGuardTunnel; readonly answered: boolean } | undefined {
+    const [oldest] = this.#unanswered;
+    if (oldest !== undefined) return { tunnel: oldest, answered: false };
+    const largest = this.#shares.oldestOfLargestAbove(client);
+    return largest === undefined ? undefined : { tunnel: largest, answered: true };
   }
 
   #refuseFull(socket: Socket): void {
@@ -319,32 +329,20 @@ export class ProxyGuardRelay {
     refuseRaw(socket, 503, `tunnel limit of ${this.#options.maxTunnels} reached`, { 'retry-after': '5' });
   }
 
-  /**
-   * The relay is full: the oldest tunnel WireGuard has not answered yet gives its place. A real
-   * client's handshake is answered within a round trip, so such a tunnel is most likely junk
-   * that would hold its place until answerTimeoutMs; a real client evicted so retries at once.
-   */
+  /** The relay is full: the tunnel placeFor names gives its place (none: nothing changes). */
   #makeRoomFor(client: string): void {
-    const [oldest] = this.#unanswered;
-    if (oldest !== undefined) {
-      if (this.#evictionWarnings.allow())
-        this.#logger.warn(
-          { maxTunnels: this.#options.maxTunnels, unanswered: this.#unanswered.size },
-          'ProxyGuard: tunnel limit reached; a new tunnel takes the place of the oldest one WireGuard has not answered',
-        );
-      oldest.end('evicted');
-      return;
-    }
-    // Every tunnel is answered: the client holding the most gives one, so that one valid
-    // configuration opened over and over cannot keep every other client out.
-    const largest = this.#shares.oldestOfLargestAbove(client);
-    if (largest === undefined) return;
+    const place = this.#placeFor(client);
+    if (place === undefined) return;
     if (this.#evictionWarnings.allow())
       this.#logger.warn(
-        { maxTunnels: this.#options.maxTunnels, client },
-        'ProxyGuard: tunnel limit reached; a new client takes the place of the oldest tunnel of the client holding the most',
+        place.answered
+          ? { maxTunnels: this.#options.maxTunnels, client }
+          : { maxTunnels: this.#options.maxTunnels, unanswered: this.#unanswered.size },
+        place.answered
+          ? 'ProxyGuard: tunnel limit reached; a new client takes the place of the oldest tunnel of the client holding the most'
+          : 'ProxyGuard: tunnel limit reached; a new tunnel takes the place of the oldest one WireGuard has not answered',
       );
-    largest.end('evicted');
+    place.tunnel.end('evicted');
   }
 
   /**
