@@ -475,30 +475,43 @@ test('a portal killed with SIGKILL mid-delivery delivers every event after a res
     logLevel: 'info',
     dataDir: path.join(directory, 'data'),
     database,
-    webhooks: { allowPrivateTargets: ['127.0.0.0/8'], timeout: 'PT1S' },
+    // Long enough that no stall of a loaded machine lets the killed instance see its deadline
+    // pass and record the attempt first; the lease (timeout + 15 s) is what the restart waits out.
+    webhooks: { allowPrivateTargets: ['127.0.0.0/8'], timeout: 'PT5S' },
   };
   writeFileSync(configFile, JSON.stringify(config));
   await generateSecrets(loadPortalConfig(configFile), { adminApi: true, node: undefined }, () => {});
   const secret = readFileSync(path.join(directory, 'data', 'keys', 'admin-api.key'), 'utf8').trim();
 
-  // The fifth request is held: the portal is killed while it waits for the answer.
+  // The fifth request is held, and the portal is killed mid-attempt as soon as it has arrived and
+  // the six creates are answered, not after a look that a loaded machine could delay.
   let release: (() => void) | null = null;
-  const receiver = await WebhookReceiver.start((_webhook, index) =>
-    index === 4 ? new Promise<number>((resolve) => (release = () => resolve(200))) : 200,
-  );
+  let first: PortalProcess | undefined;
+  let fifthArrived = false;
+  let createsAnswered = false;
+  const killWhenMidAttempt = () => {
+    if (fifthArrived && createsAnswered) first?.child.kill('SIGKILL');
+  };
+  const receiver = await WebhookReceiver.start((_webhook, index) => {
+    if (index !== 4) return 200;
+    fifthArrived = true;
+    killWhenMidAttempt();
+    return new Promise<number>((resolve) => (release = () => resolve(200)));
+  });
   t.after(() => receiver.close());
-  const first = new PortalProcess(configFile);
-  t.after(async () => void (await first.stop()));
+  first = new PortalProcess(configFile);
+  const exited = once(first.child, 'exit');
+  t.after(async () => void (await first?.stop()));
   const admin = new AdminApiClient({ baseUrl: `${await first.ready()}/vpn-user-portal/`, key: secret });
   await admin.createWebhook({ url: receiver.url, event_types: 'user.created,configuration.created' });
   for (const user of ['u1', 'u2', 'u3', 'u4', 'u5', 'u6'])
     await admin.create({ user_id: user, profile_id: 'employees' });
+  createsAnswered = true;
+  killWhenMidAttempt();
   await receiver.waitForCount(5, 'four acknowledged and one in flight');
   const acknowledged = receiver.received.slice(0, 4).map((received) => received.payload.id);
   const inFlight = receiver.received[4]?.payload.id;
 
-  const exited = once(first.child, 'exit');
-  first.child.kill('SIGKILL');
   await exited;
   (release as (() => void) | null)?.();
 
@@ -523,7 +536,11 @@ test('a portal killed with SIGKILL mid-delivery delivers every event after a res
     new Set(outbox.map((row) => row.event_id)),
     'no event lost',
   );
-  assert.deepEqual(new Set(outbox.map((row) => row.state)), new Set(['delivered']));
+  assert.deepEqual(
+    new Set(outbox.map((row) => row.state)),
+    new Set(['delivered']),
+    JSON.stringify(await db.selectFrom('webhook_attempts').selectAll().execute()),
+  );
   for (const id of acknowledged) {
     assert.equal(
       receiver.received.filter((webhook) => webhook.payload.id === id).length,
