@@ -218,24 +218,27 @@ test('a connect that waits for a place among busy scripts is refused at connectS
     t,
     `echo "$VPN_EVENT $VPN_CONNECTION_ID" >> "$(dirname "$0")/events.log"
 [ "$VPN_EVENT" = C ] || sleep 30`,
-    'PT2S',
+    'PT5S',
   );
-  // Twice as many disconnects as places: the first ones hang until they are killed at 2 s, then the rest.
+  // Twice as many disconnects as places, all at once: the first ones hang until they are killed
+  // at 5 s, then the rest. The connect comes well before the first kill, even on a loaded machine.
   const sessions = await connectedClients(portal, 2 * CONNECT_SCRIPT_CONCURRENCY);
   const late = await openVpnConfiguration(portal, 'bob');
-  for (const id of sessions)
-    assert.equal((await nodeApi(portal, 'disconnect', { common_name: id, bytes_in: '0', bytes_out: '0' })).text, 'OK');
+  const disconnected = await Promise.all(
+    sessions.map((id) => nodeApi(portal, 'disconnect', { common_name: id, bytes_in: '0', bytes_out: '0' })),
+  );
+  assert.ok(disconnected.every((answer) => answer.text === 'OK'));
   const events = path.join(directory, 'events.log');
-  await waitUntil(() => readLines(events).filter((line) => line.startsWith('D')).length === CONNECT_SCRIPT_CONCURRENCY);
+  await waitUntil(() => readLines(events).filter((line) => line.startsWith('D')).length >= CONNECT_SCRIPT_CONCURRENCY);
 
   const started = Date.now();
   const connect = await nodeApi(portal, 'connect', { profile_id: 'staff', common_name: late, ip_four: '10.60.0.200' });
   const waited = Date.now() - started;
   assert.equal(connect.text, 'ERR', 'no place came free within the timeout');
-  assert.ok(waited >= 2_000 && waited < 5_000, `refused at connectScriptTimeout (${waited} ms)`);
+  assert.ok(waited >= 5_000 && waited < 9_000, `refused at connectScriptTimeout (${waited} ms)`);
   const line = logged.find((entry) => entry['msg'] === 'connect script refused the OpenVPN client');
   assert.match(String(line?.['reason']), /not run: no place/);
-  await waitUntil(() => readLines(events).filter((l) => l.startsWith('D')).length === sessions.length, 200);
+  await waitUntil(() => readLines(events).filter((l) => l.startsWith('D')).length === sessions.length, 400);
   assert.deepEqual(
     readLines(events)
       .filter((l) => l.startsWith('D'))
