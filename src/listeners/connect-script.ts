@@ -9,7 +9,10 @@
 // (core/sessions/wireguard.ts), so the script hears of them, later, but cannot veto them.
 // At most CONNECT_SCRIPT_CONCURRENCY copies run at once, the others wait their turn in order: a
 // restart or a mass disconnect that ends thousands of sessions at once would otherwise fork
-// thousands of processes at once and could take the host down.
+// thousands of processes at once and could take the host down. Runs about one connection or one
+// address run one after the other, never side by side: a script that maps an address to a user
+// at "C" and unmaps it at "D" (a firewall, a NAT log) must not have a quick session's "D" finish
+// before its "C", nor a reconnect's "C" before the previous session's "D".
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Logger } from 'pino';
 import { ListenerRefusal, type PortalEvent, type PortalEvents } from '../core/events.js';
@@ -88,6 +91,8 @@ type WaitKind = 'waitCounts' | 'waitFree';
 
 interface Waiting {
   readonly env: Record<string, string>;
+  /** What the run is about (its connection, its addresses): runs sharing one never overlap. */
+  readonly subjects: readonly string[];
   readonly queuedAt: MonotonicMs;
   readonly kind: WaitKind;
   readonly resolve: (outcome: Outcome) => void;
@@ -96,10 +101,11 @@ interface Waiting {
 }
 
 /**
- * The script's runs, at most `limit` at once; the others wait in the order they came (so a
- * connection's "D" never starts before the "C" it follows). Each waiting run is started once, or
- * answered without running (a connect whose timeout passed while it waited, a run still waiting
- * when the portal stopped), never both.
+ * The script's runs, at most `limit` at once; the others wait in the order they came, and a run
+ * sharing a subject with one running or waiting ahead of it waits for that one to end (so a
+ * connection's "D" starts only once the "C" it follows has ended). Each waiting run is started
+ * once, or answered without running (a connect whose timeout passed while it waited, a run still
+ * waiting when the portal stopped), never both.
  */
 class BoundedRuns implements ConnectScriptRuns {
   readonly #script: ConnectScript;
@@ -107,6 +113,8 @@ class BoundedRuns implements ConnectScriptRuns {
   readonly #logger: Logger;
   /** In arrival order (a Set keeps it, and lets a connect that gave up leave from the middle). */
   readonly #waiting = new Set<Waiting>();
+  /** The subjects of the runs under way. */
+  readonly #busySubjects = new Set<string>();
   #running = 0;
   #stopped = false;
   /** Told when nothing runs or waits any more (a stop waiting for the drain). */
@@ -121,14 +129,21 @@ class BoundedRuns implements ConnectScriptRuns {
   run(env: Record<string, string>, kind: WaitKind): Promise<Outcome> {
     if (this.#stopped) return Promise.resolve({ ok: false, reason: 'not run: the portal is stopping' });
     return new Promise((resolve) => {
-      const waiting: Waiting = { env, queuedAt: monotonicNow(), kind, resolve, timer: undefined };
+      const waiting: Waiting = {
+        env,
+        subjects: subjectsOf(env),
+        queuedAt: monotonicNow(),
+        kind,
+        resolve,
+        timer: undefined,
+      };
       this.#waiting.add(waiting);
       if (kind === 'waitCounts')
         waiting.timer = setTimeout(() => {
           if (!this.#waiting.delete(waiting)) return; // started meanwhile
           resolve({
             ok: false,
-            reason: `not run: no place among the ${this.#limit} scripts running within ${this.#script.timeoutMs} ms`,
+            reason: `not run: no place within ${this.#script.timeoutMs} ms (${this.#limit} scripts at once, one at a time per connection and address)`,
           });
           this.#checkIdle();
         }, this.#script.timeoutMs);
@@ -161,16 +176,24 @@ class BoundedRuns implements ConnectScriptRuns {
   }
 
   #startWaiting(): void {
+    /** Subjects of the runs passed over: a later run about one of them keeps its place behind. */
+    const heldBack = new Set<string>();
     for (const waiting of this.#waiting) {
       if (this.#running >= this.#limit || this.#stopped) return;
+      if (waiting.subjects.some((subject) => this.#busySubjects.has(subject) || heldBack.has(subject))) {
+        for (const subject of waiting.subjects) heldBack.add(subject);
+        continue;
+      }
       this.#waiting.delete(waiting);
       clearTimeout(waiting.timer);
       this.#running++;
+      for (const subject of waiting.subjects) this.#busySubjects.add(subject);
       const waited = elapsedSince(waiting.queuedAt);
       const timeoutMs =
         waiting.kind === 'waitCounts' ? Math.max(1, this.#script.timeoutMs - waited) : this.#script.timeoutMs;
       void run(this.#script.path, waiting.env, timeoutMs).then((outcome) => {
         this.#running--;
+        for (const subject of waiting.subjects) this.#busySubjects.delete(subject);
         waiting.resolve(
           outcome.ok || waiting.kind === 'waitFree' || waited < 1 ? outcome : waitedToo(outcome.reason, waited),
         );
@@ -183,6 +206,16 @@ class BoundedRuns implements ConnectScriptRuns {
   #checkIdle(): void {
     if (this.#running === 0 && this.#waiting.size === 0) this.#onIdle?.();
   }
+}
+
+/** The connection and the addresses a run is about. */
+function subjectsOf(env: Record<string, string>): string[] {
+  const subjects = [
+    ['connection', env['VPN_CONNECTION_ID']],
+    ['address', env['VPN_IP_FOUR']],
+    ['address', env['VPN_IP_SIX']],
+  ];
+  return subjects.filter(([, value]) => value !== undefined && value !== '').map(([kind, value]) => `${kind} ${value}`);
 }
 
 /** A connect that waited for a place and was then refused: the wait is part of the story. */

@@ -279,6 +279,47 @@ test('a portal stopped with script runs waiting stops within moments, runs none 
   assert.equal(readLines(pids).length, sessions.length + CONNECT_SCRIPT_CONCURRENCY, 'nothing ran after the stop');
 });
 
+test("a session's disconnect script ends before the next connect about its configuration or its address starts; an unrelated connect runs meanwhile", async (t) => {
+  const { portal, directory } = await portalWithScript(
+    t,
+    `log="$(dirname "$0")/events.log"
+echo "$VPN_EVENT $VPN_USER_ID $VPN_IP_FOUR start" >> "$log"
+[ "$VPN_EVENT" = C ] || sleep 3
+echo "$VPN_EVENT $VPN_USER_ID $VPN_IP_FOUR end" >> "$log"`,
+  );
+  const alice = await openVpnConfiguration(portal, 'alice');
+  const bob = await openVpnConfiguration(portal, 'bob');
+  const carol = await openVpnConfiguration(portal, 'carol');
+  const connect = (id: string, ipFour: string) =>
+    nodeApi(portal, 'connect', { profile_id: 'staff', common_name: id, ip_four: ipFour });
+  assert.equal((await connect(alice, '10.60.0.2')).text, 'OK');
+  // Alice's session ends: the firewall script unmaps 10.60.0.2 from her, slowly.
+  assert.equal((await nodeApi(portal, 'disconnect', { common_name: alice, bytes_in: '0', bytes_out: '0' })).text, 'OK');
+  const events = path.join(directory, 'events.log');
+  await waitUntil(() => readLines(events).includes('D alice 10.60.0.2 start'));
+  // Meanwhile Bob is given her address, she reconnects on another, and Carol connects elsewhere.
+  const answers = await Promise.all([
+    connect(bob, '10.60.0.2'),
+    connect(alice, '10.60.0.9'),
+    connect(carol, '10.60.0.5'),
+  ]);
+  assert.deepEqual(
+    answers.map((answer) => answer.text),
+    ['OK', 'OK', 'OK'],
+  );
+
+  const lines = readLines(events);
+  const at = (line: string) => {
+    const index = lines.indexOf(line);
+    assert.ok(index !== -1, `the script logged "${line}": ${lines.join(' | ')}`);
+    return index;
+  };
+  const unmapped = at('D alice 10.60.0.2 end');
+  assert.ok(at('C bob 10.60.0.2 start') > unmapped, "Bob's address is mapped to him after it was unmapped from Alice");
+  assert.ok(at('C alice 10.60.0.9 start') > unmapped, "Alice's reconnect starts after her disconnect ended");
+  assert.ok(at('C carol 10.60.0.5 end') < unmapped, "Carol's connect, about nothing of Alice's, did not wait");
+});
+
 /** The process id a script wrote to `file`. */
 function readPid(file: string): number {
   const pid = Number(readFileSync(file, 'utf8').trim());
