@@ -338,6 +338,11 @@ export class PortalMetrics {
       'Accounting records dropped unacknowledged after accounting.radius.maxAge (each has an audit row), by server, since this instance started',
       counts.dropped,
     );
+    counter(
+      'vpn_portal_radius_accounting_superseded_total',
+      "Interim-Updates not sent because their session's Stop was queued (it has the final counters), by server, since this instance started",
+      counts.superseded,
+    );
     new Gauge({
       name: 'vpn_portal_radius_accounting_outbox',
       help: 'Accounting records waiting for an Accounting-Response, by server (all instances)',

@@ -82,6 +82,20 @@ export async function updateRadiusSessionRecord(db: Db, acctSessionId: string, r
     .execute();
 }
 
+/**
+ * Whether the session still has its row: from the transaction of its Start to that of its Stop
+ * (or, for a session whose Stop never came, to the housekeeping that prunes it). A look-up by
+ * primary key.
+ */
+export async function radiusSessionOpen(db: Db, acctSessionId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('radius_sessions')
+    .select('acct_session_id')
+    .where('acct_session_id', '=', acctSessionId)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** Sessions whose Interim-Update is due at `now`, at most `limit`, the most overdue first. */
 export async function dueInterims(db: Db, now: string, limit: number): Promise<RadiusSession[]> {
   const rows = await db

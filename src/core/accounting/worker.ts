@@ -7,7 +7,8 @@
 // its event, until `accounting.radius.maxAge` after the event: then it is dropped, with an audit
 // row (never before its first transmission). An instance killed mid-transmission leaves its lease to run out; then any instance sends
 // the record again: at least once, as RADIUS accounting expects (servers de-duplicate by
-// Acct-Session-Id, Acct-Status-Type and Event-Timestamp).
+// Acct-Session-Id, Acct-Status-Type and Event-Timestamp). An Interim-Update whose session's Stop
+// is queued is deleted unsent: the Stop has the final counters, and it could otherwise follow it.
 import { randomBytes } from 'node:crypto';
 import type { RadiusServer } from '../../config/portal-config.js';
 import { addDuration } from '../../shared/iso-duration.js';
@@ -21,7 +22,7 @@ import {
   heldBackUntil,
   type OutboxRecord,
 } from '../../storage/radius-outbox.js';
-import { claimInterim, dueInterims } from '../../storage/radius-sessions.js';
+import { claimInterim, dueInterims, radiusSessionOpen } from '../../storage/radius-sessions.js';
 import { portalCall } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
 import { queueRecord } from './outbox.js';
@@ -52,6 +53,8 @@ export interface AccountingCounts {
   readonly sent: Map<string, number>;
   readonly retried: Map<string, number>;
   readonly dropped: Map<string, number>;
+  /** Interim-Updates not sent because their session's Stop was queued: it has the final counters. */
+  readonly superseded: Map<string, number>;
 }
 
 /** When transmission `attempts + 1` is due after transmission `attempts` went unanswered at `now`. */
@@ -62,7 +65,12 @@ export function nextTransmissionAt(now: Date, attempts: number): Date {
 export class RadiusAccountingWorker {
   readonly #ctx: PortalContext;
   readonly #inFlight = new Set<Promise<void>>();
-  readonly counts: AccountingCounts = { sent: new Map(), retried: new Map(), dropped: new Map() };
+  readonly counts: AccountingCounts = {
+    sent: new Map(),
+    retried: new Map(),
+    dropped: new Map(),
+    superseded: new Map(),
+  };
   readonly #loop: WakeableLoop;
 
   constructor(ctx: PortalContext) {
@@ -146,6 +154,14 @@ export class RadiusAccountingWorker {
       if (server === undefined)
         return await this.#drop(claimed, token, 'the server is no longer in accounting.radius.servers');
       const record = parseRecord(claimed.record);
+      // An Interim-Update of a session whose Stop is queued (the Stop took the session's row in
+      // its transaction) is not sent: the Stop has the final counters. The ids that order a
+      // session's records come from the clock of the instance that queued each, so one queued
+      // by an instance whose clock runs ahead, or before a Stop dated back (an idle WireGuard
+      // session's, its last handshake and 3 minutes), may sort after the Stop: sent, it would
+      // reach the server after the session's end. An open session keeps its row, and its interims.
+      if (record.statusType === 'Interim-Update' && !(await radiusSessionOpen(db, claimed.acctSessionId)))
+        return await this.#supersede(claimed, token);
       // Records of a session, and of an address, go in the order they were made: a Start or
       // Interim-Update sent after its session's Stop (one whose retransmission is due later), or
       // the next session's Start on an address sent before the Stop of the one that had it, would
@@ -208,6 +224,16 @@ export class RadiusAccountingWorker {
 
   #tooOld(claimed: OutboxRecord): string {
     return `no Accounting-Response within accounting.radius.maxAge (${this.#ctx.config.accounting.radius.maxAgeText}) after ${claimed.attempts} transmissions`;
+  }
+
+  /** Deletes an Interim-Update whose session's Stop is queued: nothing is lost, so no audit row. */
+  async #supersede(claimed: OutboxRecord, token: string): Promise<void> {
+    if (!(await removeOutboxRecord(this.#ctx.db, claimed.recordId, token))) return;
+    count(this.counts.superseded, claimed.server);
+    this.#ctx.logger.info(
+      { server: claimed.server, record: claimed.recordId, acctSessionId: claimed.acctSessionId },
+      'Interim-Update of a stopped session dropped',
+    );
   }
 
   /** Deletes the record and writes its audit row, in one transaction. */
