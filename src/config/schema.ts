@@ -797,7 +797,7 @@ export const portalConfigSchema = z.strictObject({
     .prefault({}),
   connectScriptPath: z.string().min(1).optional().meta({
     description:
-      "A program run at every connect and disconnect with the `VPN_*` variables the reference's connect script gets; its non-zero exit refuses an OpenVPN client. At most 16 copies run at once; the others wait their turn, in order. A relative path is taken from the configuration file's folder. Unset: none.",
+      "A program run at every connect and disconnect with the `VPN_*` variables the reference's connect script gets; its non-zero exit refuses an OpenVPN client. At most 16 copies run at once, and one at a time per configuration and per address; the others wait their turn, in order. A relative path is taken from the configuration file's folder. Unset: none.",
     see: 'sessions-and-statistics.md',
   }),
   connectScriptTimeout: isoDuration
