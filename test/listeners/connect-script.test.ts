@@ -116,19 +116,24 @@ test("the script runs at connect and disconnect with the reference's variables, 
 });
 
 test('a script that hangs is killed after connectScriptTimeout, the client refused and the kill logged; Admin API calls go on meanwhile', async (t) => {
-  const { portal, logged } = await portalWithScript(t, 'sleep 30', 'PT1S');
+  const { portal, logged } = await portalWithScript(t, 'sleep 30', 'PT3S');
   const alice = await openVpnConfiguration(portal, 'alice');
   const started = Date.now();
   const connecting = nodeApi(portal, 'connect', { profile_id: 'staff', common_name: alice, ip_four: '10.60.0.2' });
-  // While the connect waits for the script, the Admin API answers at once.
-  const listed = Date.now();
-  assert.deepEqual(await portal.admin.users(), ['alice']);
-  assert.ok(Date.now() - listed < 500, 'users answered while the script hangs');
+  // While the connect waits for the script, the Admin API answers.
+  const first = await Promise.race([
+    portal.admin.users().then((users) => ({ answered: 'users', users })),
+    connecting.then(() => ({ answered: 'connect', users: [] })),
+  ]);
+  assert.deepEqual(first, { answered: 'users', users: ['alice'] }, 'users answered while the script hangs');
   assert.equal((await connecting).text, 'ERR');
   const waited = Date.now() - started;
-  assert.ok(waited >= 1_000 && waited < 5_000, `refused after the timeout, not after the script's 30 s (${waited} ms)`);
+  assert.ok(
+    waited >= 3_000 && waited < 10_000,
+    `refused after the timeout, not after the script's 30 s (${waited} ms)`,
+  );
   const line = logged.find((entry) => entry['msg'] === 'connect script refused the OpenVPN client');
-  assert.match(String(line?.['reason']), /still running after 1000 ms; killed/);
+  assert.match(String(line?.['reason']), /still running after 3000 ms; killed/);
 });
 
 test('a script that exits at once is answered at once, though it leaves a process in the background or writes megabytes', async (t) => {
@@ -220,9 +225,10 @@ test('a connect that waits for a place among busy scripts is refused at connectS
 [ "$VPN_EVENT" = C ] || sleep 30`,
     'PT5S',
   );
-  // Twice as many disconnects as places, all at once: the first ones hang until they are killed
-  // at 5 s, then the rest. The connect comes well before the first kill, even on a loaded machine.
-  const sessions = await connectedClients(portal, 2 * CONNECT_SCRIPT_CONCURRENCY);
+  // Three times as many disconnects as places, all at once: each third hangs until it is killed
+  // at 5 s, then the next. The connect waits behind the last third, so it could get a place only
+  // 10 s after the first kill: even on a loaded machine, it is asked for well before that.
+  const sessions = await connectedClients(portal, 3 * CONNECT_SCRIPT_CONCURRENCY);
   const late = await openVpnConfiguration(portal, 'bob');
   const disconnected = await Promise.all(
     sessions.map((id) => nodeApi(portal, 'disconnect', { common_name: id, bytes_in: '0', bytes_out: '0' })),
@@ -238,7 +244,7 @@ test('a connect that waits for a place among busy scripts is refused at connectS
   assert.ok(waited >= 5_000 && waited < 9_000, `refused at connectScriptTimeout (${waited} ms)`);
   const line = logged.find((entry) => entry['msg'] === 'connect script refused the OpenVPN client');
   assert.match(String(line?.['reason']), /not run: no place/);
-  await waitUntil(() => readLines(events).filter((l) => l.startsWith('D')).length === sessions.length, 400);
+  await waitUntil(() => readLines(events).filter((l) => l.startsWith('D')).length === sessions.length, 800);
   assert.deepEqual(
     readLines(events)
       .filter((l) => l.startsWith('D'))
