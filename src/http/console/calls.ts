@@ -32,6 +32,18 @@ export interface CallOptions {
 }
 
 /**
+ * Per console request, whether a change it asked for through callRoute went through (true, also
+ * one that had nothing to do) or failed with nothing committed (false): what the console's error
+ * page may say of a change that failed. No entry: the request asked for no change.
+ */
+const changesCommitted = new WeakMap<FastifyRequest, boolean>();
+
+/** Whether a change of this request went through; null when it asked for none. */
+export function changeCommitted(request: FastifyRequest): boolean | null {
+  return changesCommitted.get(request) ?? null;
+}
+
+/**
  * Makes one Admin API call as `caller`; a refusal becomes a ConsoleRefusal, and a change that was
  * refused or failed is in the audit log (recordFailure).
  */
@@ -63,8 +75,12 @@ export async function callRoute<S extends ParamsSchema, A extends CallAnswer>(
         request.log.error({ err: auditError }, 'could not record a console call in the audit log'),
       );
     }
+    if (route.method === 'POST') changesCommitted.set(request, true);
     return answer;
   } catch (error) {
+    // A change's audit row commits with it: none recorded, nothing committed.
+    if (route.method === 'POST')
+      changesCommitted.set(request, changesCommitted.get(request) === true || (bound?.events.changesRecorded ?? 0) > 0);
     await recordFailure(ctx, caller, request, route, bound, error);
     throw refusalOf(error) ?? error;
   }

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import cookie from '@fastify/cookie';
 import fastifyStatic from '@fastify/static';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { PortalContext } from '../../core/context.js';
 import {
   checkSession,
@@ -24,6 +24,8 @@ import { AdminKeyUse, recordAdminCall } from '../../core/access/index.js';
 import { callerKey, unauthenticatedCaller, type AdminCaller } from '../../core/admin-call.js';
 import { constantTimeEquals } from '../../shared/constant-time.js';
 import { AddressAllowList } from '../../net/address-allow-list.js';
+import { errorAnswer } from '../plumbing/error-reply.js';
+import { changeCommitted } from './calls.js';
 import { ConsoleOidc } from './oidc.js';
 import { actionHandlers, actionPages } from './actions.js';
 import { oidcPaths, registerOidcRoutes } from './oidc-routes.js';
@@ -78,6 +80,7 @@ export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions
   trackReconciles(ctx);
   await app.register(cookie);
   guardEveryRequest(app, setup);
+  answerErrorsWithPages(app, setup);
   await serveAssets(app, setup.base);
   registerSignIn(app, setup);
   registerPages(app, setup);
@@ -186,6 +189,40 @@ function guardEveryRequest(app: FastifyInstance, setup: ConsoleSetup): void {
         session.caller,
         'The form was not sent from this session (CSRF token missing or wrong); nothing was changed.',
       );
+  });
+}
+
+/**
+ * An error no page caught (a change the database refused, a database outage, a form too large)
+ * is answered with a console page, not the Admin API's JSON: the same status and headers
+ * (Retry-After, when the answer has one) and logging as the API's answer (errorAnswer), in words
+ * an administrator can act on. Set on the console's plugin, so only its routes answer this way.
+ */
+function answerErrorsWithPages(app: FastifyInstance, setup: ConsoleSetup): void {
+  const { base, sessions } = setup;
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const answer = errorAnswer(error, request);
+    const session = sessions.get(request);
+    const frame = session === undefined ? null : { base, caller: session.caller, csrfToken: session.csrfToken };
+    const change = request.method === 'POST';
+    const committed = changeCommitted(request);
+    let title: string;
+    let message: string;
+    if (answer.outage !== null) {
+      title = 'Database unavailable';
+      const what = answer.outage === 'unavailable' ? 'cannot be reached' : `cannot take changes (${answer.message})`;
+      message = `The portal’s database ${what} just now${change ? ', so the change could not be made' : ''}. Try again shortly; the portal log has the details.`;
+    } else if (answer.status >= 500) {
+      title = change ? 'Change failed' : 'Failed';
+      const done = committed === false ? ' Nothing was changed.' : '';
+      message = `${change ? 'The change failed' : 'The page could not be made'} with an error of the portal’s; the portal log has the details.${done}`;
+    } else {
+      title = 'Not possible';
+      message = answer.message;
+    }
+    setConsoleHeaders(reply);
+    void reply.headers({ ...answer.headers });
+    return sendPage(reply, answer.status, page(frame, title, problem(answer.status, message), base));
   });
 }
 

@@ -86,26 +86,50 @@ export function sendError(
     .send(JSON.stringify({ error: message }));
 }
 
-export function handleError(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  if (error instanceof HttpError) return sendError(reply, error.statusCode, error.message, { ...error.headers });
-  if (error instanceof PortalError) return sendError(reply, STATUS_OF[error.code], error.message);
+/** What an error is answered with, whatever the format: its status, a message a client may see, and headers. */
+export interface ErrorAnswer {
+  readonly status: number;
+  readonly message: string;
+  readonly headers: Readonly<Record<string, string>>;
+  /** Set when the answer is a 503 because the database cannot serve the request now. */
+  readonly outage: StorageOutage | null;
+}
+
+/**
+ * How an error is answered, logged as it deserves; shared by the JSON surfaces (handleError)
+ * and the console, which shows the same answer as a page.
+ */
+export function errorAnswer(error: FastifyError | Error, request: FastifyRequest): ErrorAnswer {
+  const answer = (status: number, message: string, headers: Readonly<Record<string, string>> = {}): ErrorAnswer => ({
+    status,
+    message,
+    headers,
+    outage: null,
+  });
+  if (error instanceof HttpError) return answer(error.statusCode, error.message, { ...error.headers });
+  if (error instanceof PortalError) return answer(STATUS_OF[error.code], error.message);
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string') {
     const known = FRAMEWORK_ERRORS[code];
-    if (known !== undefined) return sendError(reply, known.status, known.message);
+    if (known !== undefined) return answer(known.status, known.message);
   }
   // A client error Fastify met while reading the request, before any storage error: a client
   // that hangs up halfway through its body is ECONNRESET too, and no database outage.
   const status = (error as FastifyError).statusCode;
-  if (typeof status === 'number' && status >= 400 && status < 500) return sendError(reply, status, error.message);
+  if (typeof status === 'number' && status >= 400 && status < 500) return answer(status, error.message);
   // "Try again later", not a 500: the request was fine, the database cannot serve it now.
   const outage = storageOutage(error);
   if (outage !== null) {
     const messages = OUTAGE_MESSAGES[outage];
     answeredForOutage.add(request);
     request.log.error({ err: error, code }, messages.log);
-    return sendError(reply, 503, messages.reply);
+    return { ...answer(503, messages.reply), outage };
   }
   request.log.error({ err: error }, 'request failed');
-  return sendError(reply, 500, INTERNAL_ERROR_MESSAGE);
+  return answer(500, INTERNAL_ERROR_MESSAGE);
+}
+
+export function handleError(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const { status, message, headers } = errorAnswer(error, request);
+  return sendError(reply, status, message, { ...headers });
 }
