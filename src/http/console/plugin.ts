@@ -27,6 +27,7 @@ import { AddressAllowList } from '../../net/address-allow-list.js';
 import { errorAnswer } from '../plumbing/error-reply.js';
 import { changeCommitted } from './calls.js';
 import { ConsoleOidc } from './oidc.js';
+import { SIGN_IN_THROTTLE, SignInThrottle } from './sign-in-throttle.js';
 import { actionHandlers, actionPages } from './actions.js';
 import { oidcPaths, registerOidcRoutes } from './oidc-routes.js';
 import { html } from './html.js';
@@ -73,6 +74,8 @@ interface ConsoleSetup {
   readonly signInButton: { readonly href: string; readonly label: string } | null;
   /** Notes the use of the admin key a session signed in with, as the Admin API notes a call's. */
   readonly keyUse: AdminKeyUse;
+  /** Failed sign-ins per client address. */
+  readonly throttle: SignInThrottle;
 }
 
 export async function adminConsole(app: FastifyInstance, { ctx }: ConsoleOptions): Promise<void> {
@@ -111,6 +114,7 @@ function consoleSetup(ctx: PortalContext): ConsoleSetup {
     openPaths: new Set(oidc === null ? [] : oidcPaths(base)),
     signInButton: oidc === null ? null : { href: `${base}oidc/start`, label: oidc.buttonLabel },
     keyUse: new AdminKeyUse(ctx),
+    throttle: new SignInThrottle(SIGN_IN_THROTTLE),
   };
 }
 
@@ -261,17 +265,33 @@ async function serveAssets(app: FastifyInstance, base: string): Promise<void> {
 
 /** Signing in with a key or the secret, or through OpenID Connect, and signing out. */
 function registerSignIn(app: FastifyInstance, setup: ConsoleSetup): void {
-  const { ctx, base, times, oidc, signInButton } = setup;
+  const { ctx, base, times, oidc, signInButton, throttle } = setup;
   // `…/admin` as typed leads to the console.
   app.get(base.slice(0, -1), async (_request, reply) => reply.redirect(base, 301));
   app.get(`${base}sign-in`, async (_request, reply) => sendPage(reply, 200, signInPage(base, null, signInButton)));
   app.post(`${base}sign-in`, async (request, reply) => {
     if (!sameOrigin(request))
       return sendPage(reply, 403, signInPage(base, 'Sign in from the console’s own page.', signInButton));
+    // Too many refused credentials from this client lately: not even checked, the right one neither.
+    const retryAfter = throttle.attempt(request.ip);
+    if (retryAfter !== null) {
+      const minutes = Math.ceil(retryAfter / 60);
+      const why = `Too many failed sign-ins from your address; try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
+      void reply.header('retry-after', String(retryAfter));
+      return sendPage(reply, 429, signInPage(base, why, signInButton));
+    }
     const presented = (request.body as Record<string, unknown> | undefined)?.['credential'];
     const result = await signIn(ctx, typeof presented === 'string' ? presented : '', request.ip, times);
     // 403: the credential was presented and refused (a 401 would need a WWW-Authenticate challenge).
-    if (!result.ok) return sendPage(reply, 403, signInPage(base, result.reason, signInButton));
+    if (!result.ok) {
+      if (throttle.exhausted(request.ip))
+        request.log.warn(
+          { ip: request.ip },
+          'too many failed console sign-ins from one address: its sign-ins are refused for a while',
+        );
+      return sendPage(reply, 403, signInPage(base, result.reason, signInButton));
+    }
+    throttle.succeeded(request.ip);
     setSessionCookie(request, reply, result.session);
     return reply.redirect(base, 303);
   });

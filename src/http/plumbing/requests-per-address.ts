@@ -33,7 +33,7 @@ export class RequestsPerAddress {
 }
 
 /** The client an address stands for: an IPv4 address (also IPv4-mapped), or an IPv6 /64. */
-function clientOf(address: string): string {
+export function clientOf(address: string): string {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
   try {
     const parsed = parseIpAddress(mapped?.[1] ?? address);
