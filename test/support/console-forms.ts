@@ -27,3 +27,22 @@ export async function signIn(portal: TestPortal, credential: string, page: strin
   assert.ok(csrf !== undefined, 'every page carries the session’s CSRF token');
   return { cookie, csrf };
 }
+
+/** Sends a change's confirmation form with the session's CSRF token, as its "Yes" button does. */
+export async function confirmChange(
+  portal: TestPortal,
+  session: FormSession,
+  form: Record<string, string>,
+): Promise<{ status: number; headers: Headers; text: string }> {
+  const answer = await fetch(`${consoleUrl(portal)}do`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: {
+      cookie: session.cookie,
+      'content-type': 'application/x-www-form-urlencoded',
+      'sec-fetch-site': 'same-origin',
+    },
+    body: new URLSearchParams({ ...form, csrf: session.csrf }).toString(),
+  });
+  return { status: answer.status, headers: answer.headers, text: await answer.text() };
+}

@@ -8,25 +8,8 @@ import { test } from 'node:test';
 import { sql } from 'kysely';
 import { isPostgres } from '../../../src/storage/database.js';
 import { auditLog, twoProfiles } from '../../support/admin-keys.js';
-import { consoleUrl } from '../../support/console-browser.js';
-import { signIn, type FormSession } from '../../support/console-forms.js';
-import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
-
-/** Sends the confirmation's form of a change, as its "Yes" button does. */
-async function confirm(portal: TestPortal, session: FormSession, form: Record<string, string>): Promise<number> {
-  const answer = await fetch(`${consoleUrl(portal)}do`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: {
-      cookie: session.cookie,
-      'content-type': 'application/x-www-form-urlencoded',
-      'sec-fetch-site': 'same-origin',
-    },
-    body: new URLSearchParams({ ...form, csrf: session.csrf }).toString(),
-  });
-  await answer.text();
-  return answer.status;
-}
+import { confirmChange, signIn } from '../../support/console-forms.js';
+import { startTestPortal } from '../../support/test-portal.js';
 
 test('a revocation made in the console that found nothing to revoke is in the audit log, as the same Admin API call is', async (t) => {
   const portal = await startTestPortal({ config: twoProfiles });
@@ -38,11 +21,11 @@ test('a revocation made in the console that found nothing to revoke is in the au
   const session = await signIn(portal, portal.secret, 'users');
   const removal = { action: 'disconnect', user_id: 'alice', connection_id: configuration.connection_id };
 
-  assert.equal(await confirm(portal, session, removal), 303, 'the configuration is deleted');
+  assert.equal((await confirmChange(portal, session, removal)).status, 303, 'the configuration is deleted');
   // The same form again (a second tab, a stale Online page): nothing is left to delete.
-  assert.equal(await confirm(portal, session, removal), 303);
-  assert.equal(await confirm(portal, session, { action: 'disable_user', user_id: 'alice' }), 303);
-  assert.equal(await confirm(portal, session, { action: 'disable_user', user_id: 'alice' }), 303);
+  assert.equal((await confirmChange(portal, session, removal)).status, 303);
+  assert.equal((await confirmChange(portal, session, { action: 'disable_user', user_id: 'alice' })).status, 303);
+  assert.equal((await confirmChange(portal, session, { action: 'disable_user', user_id: 'alice' })).status, 303);
   // The API's own calls, for comparison: each is recorded though it changed nothing.
   assert.equal(
     (await portal.post('/delete_connection', { user_id: 'alice', connection_id: configuration.connection_id })).status,
@@ -86,7 +69,7 @@ test('a change made in the console that failed with a server error is in the aud
       db,
     );
   }
-  assert.equal(await confirm(portal, session, { action: 'disable_user', user_id: 'alice' }), 500);
+  assert.equal((await confirmChange(portal, session, { action: 'disable_user', user_id: 'alice' })).status, 500);
   // The API's own call, for comparison.
   assert.equal((await portal.post('/disable_user', { user_id: 'alice' })).status, 500);
   await sql`DROP TRIGGER refuse_user_change${sql.raw(isPostgres(db) ? ' ON users' : '')}`.execute(db);

@@ -9,27 +9,11 @@ import { test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { isPostgres } from '../../../src/storage/database.js';
-import { consoleUrl } from '../../support/console-browser.js';
-import { signIn, type FormSession } from '../../support/console-forms.js';
+import { confirmChange, signIn } from '../../support/console-forms.js';
 import { errorBody } from '../../support/raw-http.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
 const REPOSITORY = fileURLToPath(new URL('../../..', import.meta.url));
-
-/** Sends the confirmation's form of a change, as its "Yes" button does. */
-async function confirm(portal: TestPortal, session: FormSession, form: Record<string, string>) {
-  const answer = await fetch(`${consoleUrl(portal)}do`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: {
-      cookie: session.cookie,
-      'content-type': 'application/x-www-form-urlencoded',
-      'sec-fetch-site': 'same-origin',
-    },
-    body: new URLSearchParams({ ...form, csrf: session.csrf }).toString(),
-  });
-  return { status: answer.status, headers: answer.headers, text: await answer.text() };
-}
 
 /** The text of a page's problem line, tags removed. */
 function problemText(page: string): string {
@@ -100,7 +84,7 @@ test('a console change the database refuses answers a console page saying it fai
   const session = await signIn(portal, portal.secret, 'users');
   const allow = await refuseUserChanges(portal, null);
 
-  const answer = await confirm(portal, session, { action: 'disable_user', user_id: 'alice' });
+  const answer = await confirmChange(portal, session, { action: 'disable_user', user_id: 'alice' });
   assertConsolePage(answer, 500);
   assert.match(answer.text, /<nav aria-label="Sections">/, 'the page has the signed-in layout');
   assert.equal(
@@ -127,7 +111,7 @@ test('a console change during a database outage answers a console page saying th
   const release =
     location.dialect === 'sqlite' ? await holdWriteLock(t, location.path) : await refuseUserChanges(portal, '55P03');
 
-  const answer = await confirm(portal, session, { action: 'disable_user', user_id: 'alice' });
+  const answer = await confirmChange(portal, session, { action: 'disable_user', user_id: 'alice' });
   assertConsolePage(answer, 503);
   assert.equal(
     problemText(answer.text),
