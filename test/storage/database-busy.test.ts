@@ -72,6 +72,7 @@ test('SQLite only: a write blocked by another process answers 503 after database
     assert.equal(response.status, 503, `${path} ${JSON.stringify(form)}: ${response.text}`);
     assert.match(response.headers.get('content-type') ?? '', /^application\/json/);
     assert.equal(errorBody(response.text), 'database unavailable, try again later');
+    assert.equal(response.headers.get('retry-after'), '5', 'a busy database is usually free again in moments');
     assert.ok(
       elapsedMs >= TIMEOUT_MS * 0.9,
       `${path} waited ${Math.round(elapsedMs)} ms, not the configured ${TIMEOUT_MS} ms`,

@@ -27,6 +27,7 @@ async function assertWritesRefused(portal: TestPortal, message: string): Promise
     assert.equal(refused.status, 503, `${target} ${JSON.stringify(form)}: ${refused.text}`);
     assert.match(refused.headers.get('content-type') ?? '', /^application\/json/);
     assert.equal(errorBody(refused.text), message);
+    assert.equal(refused.headers.get('retry-after'), '60', 'a full or read-only database waits for someone to act');
   }
 }
 

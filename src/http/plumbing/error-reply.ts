@@ -40,10 +40,17 @@ const FRAMEWORK_ERRORS: Readonly<Record<string, { status: number; message: strin
 };
 
 /** What a client is told about a database outage; the log has the driver's error and its code. */
-const OUTAGE_MESSAGES: Readonly<Record<StorageOutage, { readonly log: string; readonly reply: string }>> = {
-  full: { log: 'database full', reply: 'database full, try again later' },
-  'read-only': { log: 'database read-only', reply: 'database read-only, try again later' },
-  unavailable: { log: 'database unavailable', reply: 'database unavailable, try again later' },
+/**
+ * What an outage's 503 says, and when to try again (Retry-After, seconds): a database that was
+ * busy or away (a restart, a lock held) is usually back in moments; a full disk or a database
+ * that cannot be written waits for someone to act.
+ */
+const OUTAGE_MESSAGES: Readonly<
+  Record<StorageOutage, { readonly log: string; readonly reply: string; readonly retryAfter: number }>
+> = {
+  full: { log: 'database full', reply: 'database full, try again later', retryAfter: 60 },
+  'read-only': { log: 'database read-only', reply: 'database read-only, try again later', retryAfter: 60 },
+  unavailable: { log: 'database unavailable', reply: 'database unavailable, try again later', retryAfter: 5 },
 };
 
 /** Requests answered 503 because the database could not serve them (full, read-only, unavailable). */
@@ -123,7 +130,7 @@ export function errorAnswer(error: FastifyError | Error, request: FastifyRequest
     const messages = OUTAGE_MESSAGES[outage];
     answeredForOutage.add(request);
     request.log.error({ err: error, code }, messages.log);
-    return { ...answer(503, messages.reply), outage };
+    return { ...answer(503, messages.reply, { 'retry-after': String(messages.retryAfter) }), outage };
   }
   request.log.error({ err: error }, 'request failed');
   return answer(500, INTERNAL_ERROR_MESSAGE);

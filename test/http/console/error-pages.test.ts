@@ -113,12 +113,14 @@ test('a console change during a database outage answers a console page saying th
 
   const answer = await confirmChange(portal, session, { action: 'disable_user', user_id: 'alice' });
   assertConsolePage(answer, 503);
+  assert.equal(answer.headers.get('retry-after'), '5', 'the page keeps the answer’s Retry-After');
   assert.equal(
     problemText(answer.text),
     'Failed (503): The portal’s database cannot be reached just now, so the change could not be made. Try again shortly; the portal log has the details.',
   );
   const api = await portal.post('/disable_user', { user_id: 'alice' });
   assert.equal(api.status, 503);
+  assert.equal(api.headers.get('retry-after'), '5');
   assert.match(api.headers.get('content-type') ?? '', /^application\/json/);
   assert.equal(errorBody(api.text), 'database unavailable, try again later');
 
