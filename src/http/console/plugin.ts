@@ -181,10 +181,13 @@ function guardEveryRequest(app: FastifyInstance, setup: ConsoleSetup): void {
     sessions.set(request, check.session);
     noteKeyUse(keyUse, check.session, request);
   });
-  // The form is parsed after onRequest: a change must carry the session's CSRF token.
+  // The form is parsed after onRequest: a change must carry the session's CSRF token. Signing out
+  // need not: it ends only the session whose cookie came, from a console page (same origin,
+  // checked above), and a tab left open from before the browser signed in again carries the
+  // previous session's token, where "Sign out" should sign out, not refuse.
   app.addHook('preHandler', async (request, reply) => {
     const session = sessions.get(request);
-    if (request.method !== 'POST' || session === undefined) return;
+    if (request.method !== 'POST' || session === undefined || request.routeOptions.url === `${base}sign-out`) return;
     const sent = (request.body as Record<string, unknown> | undefined)?.['csrf'];
     if (typeof sent !== 'string' || !constantTimeEquals(sent, session.csrfToken))
       await refuse(

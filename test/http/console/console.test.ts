@@ -406,6 +406,37 @@ test('the console is off with adminConsole.enabled false, and refuses addresses 
   assert.match(await refused.text(), /adminApi\.allowList/);
 });
 
+test('signing out from a tab left open since before the browser signed in again signs out, with no refusal', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const { context, page: oldTab } = await openTab(browser);
+  t.after(() => context.close());
+  await signIn(oldTab, portal, portal.secret);
+  assert.equal(await oldTab.getByRole('heading', { level: 1 }).textContent(), 'Dashboard');
+  // In another tab the administrator signs out and in again: a new session, a new CSRF token.
+  const newTab = await context.newPage();
+  await newTab.goto(consoleUrl(portal));
+  await newTab.getByRole('button', { name: 'Sign out' }).click();
+  await newTab.waitForLoadState('load');
+  await signIn(newTab, portal, portal.secret);
+  assert.equal(await newTab.getByRole('heading', { level: 1 }).textContent(), 'Dashboard');
+
+  // Back in the old tab, whose form still carries the first session's token.
+  await oldTab.getByRole('button', { name: 'Sign out' }).click();
+  await oldTab.waitForLoadState('load');
+  assert.equal(oldTab.url(), `${consoleUrl(portal)}sign-in`, 'at the sign-in page');
+  assert.doesNotMatch((await oldTab.content()) ?? '', /Not allowed|CSRF/);
+  assert.deepEqual(
+    (await context.cookies()).filter((cookie) => cookie.name === 'vpn_portal_console'),
+    [],
+    'the browser holds no session',
+  );
+  await newTab.reload();
+  assert.equal(newTab.url(), `${consoleUrl(portal)}sign-in`, 'the other tab is signed out too');
+  const refusals = (await auditLog(portal)).filter((entry) => entry.status === 403);
+  assert.deepEqual(refusals, [], 'no refusal in the audit log');
+});
+
 test('behind a trusted TLS proxy the session cookie is a Secure __Host- cookie that a sibling domain cannot plant, and the sign-in is audited from the client’s address', async (t) => {
   const portal = await startTestPortal({
     config: { adminApi: { allowList: ['203.0.113.0/24'], trustedProxyList: ['127.0.0.1/32'] } },
