@@ -5,44 +5,14 @@
 // lock is gone the same calls succeed. SQLite only, on both passes of test/run.sh: the file
 // lock of another process is SQLite's own way of being busy.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { errorBody } from '../support/raw-http.js';
+import { holdWriteLock } from '../support/sqlite-write-lock.js';
 import { startTestPortal, type ApiResponse } from '../support/test-portal.js';
 
-const REPOSITORY = fileURLToPath(new URL('../..', import.meta.url));
 const TIMEOUT_MS = 1000;
 /** Scheduling on a busy test machine; far below the wait a missing bound would show. */
 const MARGIN_MS = 1500;
-
-/** Another process opens the database and takes its write lock (BEGIN IMMEDIATE) until told to let go. */
-async function holdWriteLock(
-  databaseFile: string,
-): Promise<{ readonly child: ChildProcess; release(): Promise<void> }> {
-  const script = `
-    const Database = require('better-sqlite3');
-    const db = new Database(process.argv[1]);
-    db.exec('BEGIN IMMEDIATE');
-    process.stdout.write('locked\\n');
-    process.stdin.once('data', () => { db.exec('ROLLBACK'); db.close(); process.exit(0); });
-  `;
-  const child = spawn(process.execPath, ['-e', script, databaseFile], {
-    cwd: REPOSITORY,
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  const [chunk] = (await once(child.stdout, 'data')) as [Buffer];
-  assert.equal(chunk.toString('utf8'), 'locked\n');
-  return {
-    child,
-    async release() {
-      const exited = once(child, 'exit');
-      child.stdin?.write('release\n');
-      await exited;
-    },
-  };
-}
 
 async function timed(
   call: () => Promise<ApiResponse>,

@@ -3,17 +3,13 @@
 // JSON error body; the Admin API itself keeps answering JSON for the same failure. Over plain
 // HTTP, as the console's forms send it.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { test, type TestContext } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { isPostgres } from '../../../src/storage/database.js';
 import { confirmChange, signIn } from '../../support/console-forms.js';
 import { errorBody } from '../../support/raw-http.js';
+import { holdWriteLock } from '../../support/sqlite-write-lock.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
-
-const REPOSITORY = fileURLToPath(new URL('../../..', import.meta.url));
 
 /** The text of a page's problem line, tags removed. */
 function problemText(page: string): string {
@@ -45,27 +41,11 @@ async function refuseUserChanges(portal: TestPortal, sqlState: string | null): P
   };
 }
 
-/** Another process takes the SQLite database's write lock (BEGIN IMMEDIATE) until released. */
-async function holdWriteLock(t: TestContext, databaseFile: string): Promise<() => Promise<void>> {
-  const script = `
-    const Database = require('better-sqlite3');
-    const db = new Database(process.argv[1]);
-    db.exec('BEGIN IMMEDIATE');
-    process.stdout.write('locked\\n');
-    process.stdin.once('data', () => { db.exec('ROLLBACK'); db.close(); process.exit(0); });
-  `;
-  const child = spawn(process.execPath, ['-e', script, databaseFile], {
-    cwd: REPOSITORY,
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  t.after(() => child.kill('SIGKILL'));
-  const [chunk] = (await once(child.stdout, 'data')) as [Buffer];
-  assert.equal(chunk.toString('utf8'), 'locked\n');
-  return async () => {
-    const exited = once(child, 'exit');
-    child.stdin.write('release\n');
-    await exited;
-  };
+/** Another process takes the SQLite database's write lock until released; killed at the test's end. */
+async function lockedSqlite(t: TestContext, databaseFile: string): Promise<() => Promise<void>> {
+  const lock = await holdWriteLock(databaseFile);
+  t.after(() => lock.child.kill('SIGKILL'));
+  return () => lock.release();
 }
 
 function assertConsolePage(answer: { status: number; headers: Headers; text: string }, status: number): void {
@@ -109,7 +89,7 @@ test('a console change during a database outage answers a console page saying th
   // waits past its lock timeout (55P03, lock_not_available), as behind a maintenance script's lock.
   const location = portal.portal.ctx.config.database;
   const release =
-    location.dialect === 'sqlite' ? await holdWriteLock(t, location.path) : await refuseUserChanges(portal, '55P03');
+    location.dialect === 'sqlite' ? await lockedSqlite(t, location.path) : await refuseUserChanges(portal, '55P03');
 
   const answer = await confirmChange(portal, session, { action: 'disable_user', user_id: 'alice' });
   assertConsolePage(answer, 503);
