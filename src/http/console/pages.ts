@@ -40,6 +40,20 @@ export async function section(build: () => Promise<Html>): Promise<Html> {
   }
 }
 
+/**
+ * The section a page is for: when its read is refused, the page answers with the refusal's
+ * status (a link followed, a bookmark or a script sees 403, not 200), and the rest of the page
+ * (its filters) stands.
+ */
+async function mainSection(build: () => Promise<Html>): Promise<{ readonly body: Html; readonly status: number }> {
+  try {
+    return { body: await build(), status: 200 };
+  } catch (error) {
+    if (error instanceof ConsoleRefusal) return { body: problem(error.status, error.message), status: error.status };
+    throw error;
+  }
+}
+
 export function userLink(base: string, userId: string): Html {
   return html`<a href="${base}user?${new URLSearchParams({ user_id: userId }).toString()}">${userId}</a>`;
 }
@@ -186,7 +200,7 @@ async function users(r: ConsoleRequest): Promise<PageResult> {
   const onlyDisabled = query['disabled'] === 'yes';
   const prefix = query['prefix'] ?? '';
   const after = query['after'] ?? '';
-  const body = await section(async () => {
+  const { body, status } = await mainSection(async () => {
     // The portal pages by prefix (GET /users?prefix&limit&cursor): the console never reads every user.
     const params = {
       limit: String(USERS_PAGE),
@@ -208,6 +222,7 @@ async function users(r: ConsoleRequest): Promise<PageResult> {
   });
   return {
     title: 'Users',
+    status,
     body: html`${doneNote(r.frame, query, query['user_id'] ?? '')}<form method="get" action="${base}users" class="filters" role="search">
 <span class="field"><label for="prefix">User id starts with</label><input id="prefix" name="prefix" value="${prefix}"></span>
 <label><input type="checkbox" name="disabled" value="yes"${onlyDisabled ? html` checked` : ''}> only disabled</label>
@@ -329,7 +344,7 @@ export function logTable(base: string, entries: readonly ConnectionLogEntry[]): 
 async function connections(r: ConsoleRequest): Promise<PageResult> {
   const { ctx, frame, request, query } = r;
   const { base } = frame;
-  const body = await section(async () => {
+  const { body, status } = await mainSection(async () => {
     const list = await readAnswer(ctx, frame.caller, request, connectionListRoute);
     const disconnect = (userId: string, connectionId: string) =>
       may(frame, 'write')
@@ -348,7 +363,7 @@ async function connections(r: ConsoleRequest): Promise<PageResult> {
         )}</section>`,
     )}`;
   });
-  return { title: 'Online now', body: html`${doneNote(r.frame, query, '')}${body}` };
+  return { title: 'Online now', status, body: html`${doneNote(r.frame, query, '')}${body}` };
 }
 
 async function connectionLog(r: ConsoleRequest): Promise<PageResult> {
@@ -372,7 +387,7 @@ async function connectionLog(r: ConsoleRequest): Promise<PageResult> {
     refusal ??= time.refusal;
     if (time.readIn !== null) conversions.push(html`${label} ${text} (${time.readIn}) = ${time.value}`);
   }
-  const body = await section(async () => {
+  const { body, status } = await mainSection(async () => {
     // A time the zone's clocks show twice or never: no search until the offset says which.
     if (refusal !== undefined) throw new ConsoleRefusal(400, refusal);
     const log = await readAnswer(ctx, frame.caller, request, connectionLogRoute, {
@@ -389,6 +404,7 @@ async function connectionLog(r: ConsoleRequest): Promise<PageResult> {
       : html`<p class="notice" role="status">Searched in UTC: ${conversions.map((line, index) => html`${index === 0 ? '' : '; '}${line}`)}.</p>`;
   return {
     title: 'Connection log',
+    status,
     body: html`<form method="get" action="${base}log" class="filters" role="search">${zoneField(zone)}${field('ip', 'Address (tunnel or client)', '10.10.3.7')}${field(
       'at',
       'Open at',
@@ -419,7 +435,7 @@ async function audit(r: ConsoleRequest): Promise<PageResult> {
     const value = query[name];
     if (value !== undefined && value !== '') filters[name] = value;
   }
-  const body = await section(async () => {
+  const { body, status } = await mainSection(async () => {
     const page = await readAnswer(ctx, frame.caller, request, auditLogRoute, { ...filters, limit: '100' });
     return html`${table(
       'Audit log, newest first',
@@ -433,13 +449,14 @@ async function audit(r: ConsoleRequest): Promise<PageResult> {
   });
   return {
     title: 'Audit log',
+    status,
     body: html`<form method="get" action="${frame.base}audit" class="filters" role="search"><span class="field"><label for="a-key">Key</label><input id="a-key" name="key" value="${filters['key'] ?? ''}"></span><span class="field"><label for="a-user">User</label><input id="a-user" name="user_id" value="${filters['user_id'] ?? ''}"></span><button type="submit">Search</button></form>${body}`,
   };
 }
 
 async function webhooks(r: ConsoleRequest): Promise<PageResult> {
   const { ctx, frame, request, query } = r;
-  const subscriptions = await section(async () => {
+  const { body: subscriptions, status } = await mainSection(async () => {
     const list = await readAnswer(ctx, frame.caller, request, webhooksRoute);
     return table(
       'Subscriptions',
@@ -472,6 +489,7 @@ async function webhooks(r: ConsoleRequest): Promise<PageResult> {
   });
   return {
     title: 'Webhooks',
+    status,
     body: html`<section aria-labelledby="subs"><h2 id="subs">Subscriptions</h2>${subscriptions}</section><section aria-labelledby="deliveries"><h2 id="deliveries">Deliveries${
       webhookId === undefined ? '' : ` to ${webhookId}`
     }</h2>${deliveries}</section>`,
@@ -480,7 +498,7 @@ async function webhooks(r: ConsoleRequest): Promise<PageResult> {
 
 async function tokens(r: ConsoleRequest): Promise<PageResult> {
   const { ctx, frame, request } = r;
-  const body = await section(async () => {
+  const { body, status } = await mainSection(async () => {
     const list = await readAnswer(ctx, frame.caller, request, enrollmentTokensRoute);
     return table(
       'Enrollment tokens, newest first',
@@ -501,13 +519,13 @@ async function tokens(r: ConsoleRequest): Promise<PageResult> {
       'No enrollment tokens.',
     );
   });
-  return { title: 'Enrollment tokens', body };
+  return { title: 'Enrollment tokens', status, body };
 }
 
 async function adminKeys(r: ConsoleRequest): Promise<PageResult> {
   const { ctx, frame, request } = r;
   const { base } = frame;
-  const body = await section(async () => {
+  const { body, status } = await mainSection(async () => {
     const list = await readAnswer(ctx, frame.caller, request, adminKeysRoute);
     return table(
       'Admin keys, by name',
@@ -526,6 +544,7 @@ async function adminKeys(r: ConsoleRequest): Promise<PageResult> {
   const scopes = KEY_SCOPES.map((scope) => html`<option value="${scope}">${scope}</option>`);
   return {
     title: 'Admin keys',
+    status,
     body: html`${body}<section aria-labelledby="new-key"><h2 id="new-key">New admin key</h2>
 <p class="hint">A key never gets more scope, more profiles, a wider allow-list or a later expiry than the key you signed in with.</p>
 <form method="get" action="${base}confirm" class="stack">

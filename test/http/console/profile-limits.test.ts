@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { auditLog, employeesProfile, makeAdminKey } from '../../support/admin-keys.js';
-import { launchBrowser, openTab, signIn } from '../../support/console-browser.js';
+import { consoleUrl, launchBrowser, openTab, signIn } from '../../support/console-browser.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
 /** Nobody listens at either node; each is the node of one profile only. */
@@ -129,4 +129,27 @@ test('the navigation links only the pages a session may open: no audit log or we
     [],
     'no page the sessions opened made a call that was refused',
   );
+});
+
+test('a page opened directly whose read the session may not make answers 403 with the reason, not 200, and its filters stay', async (t) => {
+  const portal = await portalWithTwoNodes();
+  t.after(portal.close);
+  const { context, page } = await openTab(browser);
+  t.after(() => context.close());
+  await signIn(page, portal, await makeAdminKey(portal, 'guest-admin', { scope: 'admin', profiles: ['guests'] }));
+  const base = consoleUrl(portal);
+
+  const audit = await page.goto(`${base}audit?user_id=alice`);
+  assert.equal(audit?.status(), 403, 'the audit log needs a key for every profile');
+  assert.match((await page.getByRole('alert').first().textContent()) ?? '', /Not allowed \(403\):.*guest-admin/);
+  assert.equal(await page.getByLabel('User').inputValue(), 'alice', 'the search form stands, as typed');
+
+  const webhooks = await page.goto(`${base}webhooks`);
+  assert.equal(webhooks?.status(), 403);
+  assert.match((await page.getByRole('alert').first().textContent()) ?? '', /Not allowed \(403\)/);
+
+  const users = await page.goto(`${base}users`);
+  assert.equal(users?.status(), 200, 'a page the session may read still answers 200');
+  const badCursor = await page.goto(`${base}users?after=%21%21`);
+  assert.equal(badCursor?.status(), 400, 'a search the API refuses as malformed answers its 400');
 });
