@@ -7,6 +7,12 @@ import { constantTimeEquals } from '../../shared/constant-time.js';
 import type { AdminRoute } from '../admin-api/admin-route.js';
 import { adminKeysRoute } from '../admin-api/routes/access/admin-keys.js';
 import { auditLogRoute } from '../admin-api/routes/access/audit-log.js';
+import { attributionRoute } from '../admin-api/routes/attribution/attribution.js';
+import { devicesRoute } from '../admin-api/routes/devices/devices.js';
+import { enrollmentTokensRoute } from '../admin-api/routes/enrollment/enrollment-tokens.js';
+import { connectionListRoute } from '../admin-api/routes/listings/connection-list.js';
+import { usersRoute } from '../admin-api/routes/listings/users.js';
+import { connectionLogRoute } from '../admin-api/routes/sessions/connection-log.js';
 import { webhooksRoute } from '../admin-api/routes/webhooks/webhooks.js';
 import { html, type Html } from './html.js';
 
@@ -20,15 +26,16 @@ export interface PageFrame {
 /** What decides whether a section's link is shown: the rights of the Admin API call its page reads. */
 type CallRights = Pick<AdminRoute, 'scope' | 'needsEveryProfile'>;
 
+// Each the call its page reads (the dashboard reads several, each shown or explained on its own),
+// so a link is shown exactly when its page's read would be allowed.
 const SECTIONS: readonly { readonly path: string; readonly label: string; readonly reads: CallRights }[] = [
   { path: '', label: 'Dashboard', reads: { scope: 'read' } },
-  { path: 'users', label: 'Users', reads: { scope: 'read' } },
-  { path: 'devices', label: 'Devices', reads: { scope: 'read' } },
-  { path: 'connections', label: 'Online', reads: { scope: 'read' } },
-  { path: 'log', label: 'Connection log', reads: { scope: 'read' } },
-  { path: 'abuse', label: 'Abuse lookup', reads: { scope: 'read' } },
-  { path: 'tokens', label: 'Enrollment tokens', reads: { scope: 'read' } },
-  // Each the call its page reads: the audit log and webhooks need a key for every profile.
+  { path: 'users', label: 'Users', reads: usersRoute },
+  { path: 'devices', label: 'Devices', reads: devicesRoute },
+  { path: 'connections', label: 'Online', reads: connectionListRoute },
+  { path: 'log', label: 'Connection log', reads: connectionLogRoute },
+  { path: 'abuse', label: 'Abuse lookup', reads: attributionRoute },
+  { path: 'tokens', label: 'Enrollment tokens', reads: enrollmentTokensRoute },
   { path: 'audit', label: 'Audit log', reads: auditLogRoute },
   { path: 'webhooks', label: 'Webhooks', reads: webhooksRoute },
   { path: 'keys', label: 'Admin keys', reads: adminKeysRoute },
