@@ -27,3 +27,19 @@ export function timeOrderedId(now: number = Date.now()): string {
   // makes those from a pool of random bytes, at a seventh of the cost of a randomBytes call.
   return `${time.slice(0, 8)}-${time.slice(8)}-${counter}-${randomUUID().slice(19)}`;
 }
+
+/**
+ * The id to make now when it must sort after `earlier`, an id another process may have made
+ * (whose clock may run ahead): a fresh id when that already does, else `earlier`'s millisecond
+ * and counter, counted on by one. This process's own sequence is left as it was, so the ids it
+ * makes for anything else still carry its own clock's time.
+ */
+export function timeOrderedIdAfter(earlier: string, now: number = Date.now()): string {
+  const fresh = timeOrderedId(now);
+  if (fresh > earlier) return fresh;
+  const millis = Number.parseInt(earlier.slice(0, 8) + earlier.slice(9, 13), 16);
+  const counter = Number.parseInt(earlier.slice(15, 18), 16) + 1;
+  const [time, next] = counter > 0xfff ? [millis + 1, 0] : [millis, counter];
+  const hex = time.toString(16).padStart(12, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8)}-${(0x7000 | next).toString(16)}-${fresh.slice(19)}`;
+}

@@ -155,6 +155,28 @@ export async function heldBackUntil(
   return latest.at(-1) ?? null;
 }
 
+/**
+ * The latest id among the records still queued for `server` of `acctSessionId` or of `address`:
+ * a record queued now takes an id after it, so it is sent after them whatever the clocks of the
+ * instances that queued them say. Null when there are none.
+ */
+export async function latestQueuedRecordId(
+  db: Db,
+  server: string,
+  acctSessionId: string,
+  address: string | null,
+): Promise<string | null> {
+  const latest = db
+    .selectFrom('radius_outbox')
+    .select((eb) => eb.fn.max('record_id').as('latest'))
+    .where('server', '=', server);
+  // Two look-ups, each along its own index (radius_outbox_session, radius_outbox_address).
+  const ofSession = (await latest.where('acct_session_id', '=', acctSessionId).executeTakeFirst())?.latest;
+  const ofAddress = address === null ? null : (await latest.where('address', '=', address).executeTakeFirst())?.latest;
+  const ids = [ofSession, ofAddress].filter((id): id is string => typeof id === 'string').sort();
+  return ids.at(-1) ?? null;
+}
+
 export async function findOutboxRecord(db: Db, recordId: string): Promise<OutboxRecord | undefined> {
   const row = await db.selectFrom('radius_outbox').selectAll().where('record_id', '=', recordId).executeTakeFirst();
   return row === undefined ? undefined : toRecord(row);

@@ -5,10 +5,10 @@
 import type { PortalConfig } from '../../config/portal-config.js';
 import { canonicalAddressOrSame } from '../../net/cidr.js';
 import type { AccountingRecord } from '../../protocol/radius.js';
-import { timeOrderedId } from '../../shared/time-ordered-id.js';
+import { timeOrderedId, timeOrderedIdAfter } from '../../shared/time-ordered-id.js';
 import { formatAtom } from '../../shared/time.js';
 import type { Db } from '../../storage/database.js';
-import { insertOutboxRecords } from '../../storage/radius-outbox.js';
+import { insertOutboxRecords, latestQueuedRecordId } from '../../storage/radius-outbox.js';
 import {
   insertRadiusSession,
   radiusSessionsOnNode,
@@ -19,7 +19,14 @@ import type { NodeNumber } from '../../shared/ids.js';
 import type { SessionEndCause } from '../events.js';
 import { forServer, parseRecord, startRecord, stopRecord, withCounters, type StartedSession } from './records.js';
 
-/** Queues `record` for every server. */
+/**
+ * Queues `record` for every server. Its id, which orders the records of a session and of an
+ * address (src/storage/radius-outbox.ts, heldBackUntil), follows every record of either still
+ * queued: records go in the order they were queued, as within one instance, also when another
+ * instance whose clock runs ahead queued the ones before (a Stop on an address, then the next
+ * session's Start there queued by an instance behind it would otherwise go first, and a firewall
+ * would unmap the new user).
+ */
 export async function queueRecord(
   db: Db,
   config: PortalConfig,
@@ -27,18 +34,21 @@ export async function queueRecord(
   connectionId: string,
   at: Date,
 ): Promise<void> {
-  await insertOutboxRecords(
-    db,
-    config.accounting.radius.servers.map((server) => ({
-      recordId: timeOrderedId(at.getTime()),
+  const address = reportedAddress(record);
+  const records = [];
+  for (const server of config.accounting.radius.servers) {
+    const earlier = await latestQueuedRecordId(db, server.address, record.sessionId, address);
+    records.push({
+      recordId: earlier === null ? timeOrderedId(at.getTime()) : timeOrderedIdAfter(earlier, at.getTime()),
       server: server.address,
       acctSessionId: record.sessionId,
       connectionId,
-      address: reportedAddress(record),
+      address,
       record: JSON.stringify(forServer(record, server)),
       eventAt: formatAtom(at),
-    })),
-  );
+    });
+  }
+  await insertOutboxRecords(db, records);
 }
 
 /** The tunnel address a record reports, as its records are ordered by: IPv4, else IPv6. */

@@ -155,11 +155,12 @@ export class RadiusAccountingWorker {
         return await this.#drop(claimed, token, 'the server is no longer in accounting.radius.servers');
       const record = parseRecord(claimed.record);
       // An Interim-Update of a session whose Stop is queued (the Stop took the session's row in
-      // its transaction) is not sent: the Stop has the final counters. The ids that order a
-      // session's records come from the clock of the instance that queued each, so one queued
-      // by an instance whose clock runs ahead, or before a Stop dated back (an idle WireGuard
-      // session's, its last handshake and 3 minutes), may sort after the Stop: sent, it would
-      // reach the server after the session's end. An open session keeps its row, and its interims.
+      // its transaction) is not sent: the Stop has the final counters. A record's id follows
+      // those queued before it (queueRecord), but the ids come from the clock of the instance
+      // that queued each, and an interim queued by an instance whose clock runs ahead while
+      // another queued the Stop (neither transaction seeing the other's row) may sort after the
+      // Stop: sent, it would reach the server after the session's end. An open session keeps
+      // its row, and its interims.
       if (record.statusType === 'Interim-Update' && !(await radiusSessionOpen(db, claimed.acctSessionId)))
         return await this.#supersede(claimed, token);
       // Records of a session, and of an address, go in the order they were made: a Start or

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import type { PortalEvent } from '../../../src/core/events.js';
 import { asNodeNumber, asProfileId, asUserId } from '../../../src/shared/ids.js';
 import type { Clock } from '../../../src/shared/time.js';
@@ -28,7 +28,8 @@ function idOfAnotherProcess(at: Date): string {
 /** How far the second instance's clock runs ahead. */
 const AHEAD_MS = 30_000;
 
-test('an Interim-Update an instance with a clock ahead queued never reaches the server after the Stop another instance queued', async (t) => {
+/** FreeRADIUS, and two portal instances on one database accounting to it, one with a clock ahead. */
+async function twoInstances(t: TestContext) {
   const radius = await startFreeRadius();
   t.after(() => radius.close());
   const folder = await mkdtemp(join(tmpdir(), 'radius-secret-'));
@@ -48,28 +49,53 @@ test('an Interim-Update an instance with a clock ahead queued never reaches the 
   t.after(() => fast.close());
   const { ctx } = onTime.portal;
   const announce = (event: PortalEvent) => ctx.events.change(ctx.db, async (_trx, record) => record(event));
+  /** The queued records' types, in the order of their ids. */
   const queued = async () =>
     (await ctx.db.selectFrom('radius_outbox').select(['record_id', 'record']).orderBy('record_id').execute()).map(
       (row) => (JSON.parse(row.record) as { statusType: string }).statusType,
     );
+  return { radius, server, clock, logs, onTime, fast, ctx, announce, queued };
+}
 
-  // The server is away: the session's records wait in the outbox.
-  await radius.stop();
-  const began = clock.now();
-  await announce({
+/** A WireGuard session of `userId`'s configuration on `ipFour`, begun at `at`. */
+function started(userId: string, ipFour: string, at: Date): PortalEvent {
+  return {
     type: 'session.started',
-    at: began,
+    at,
     configuration: {
-      userId: asUserId('alice'),
+      userId: asUserId(userId),
       profileId: asProfileId('employees'),
-      connectionId: 'key-alice',
+      connectionId: `key-${userId}`,
       vpnProto: 'wireguard',
       nodeNumber: asNodeNumber(0),
     },
-    ipFour: '10.44.0.7',
+    ipFour,
     ipSix: 'fd44::7',
     originatingIp: '203.0.113.9',
-  });
+  };
+}
+
+/** The end of `userId`'s session at `at`, as an idle WireGuard session ends. */
+function ended(userId: string, at: Date): PortalEvent {
+  return {
+    type: 'session.ended',
+    at,
+    connectionId: `key-${userId}`,
+    vpnProto: 'wireguard',
+    nodeNumber: asNodeNumber(0),
+    bytesIn: 6_000,
+    bytesOut: 4_000,
+    cause: 'idle',
+    session: null,
+  };
+}
+
+test('an Interim-Update an instance with a clock ahead queued never reaches the server after the Stop another instance queued', async (t) => {
+  const { radius, server, clock, logs, onTime, fast, ctx, announce, queued } = await twoInstances(t);
+
+  // The server is away: the session's records wait in the outbox.
+  await radius.stop();
+  await announce(started('alice', '10.44.0.7', clock.now()));
   // 35 s on: the interim is due by the clock ahead (65 s) and not yet by the other (35 s).
   clock.advance(35_000);
   await until('the instance ahead to queue the Interim-Update', async () => (await queued()).length === 2, 10_000);
@@ -79,17 +105,7 @@ test('an Interim-Update an instance with a clock ahead queued never reaches the 
   // id the other process would have (in the transaction that queued it: no worker saw another).
   const endedAt = clock.now();
   await ctx.events.change(ctx.db, async (trx, record) => {
-    await record({
-      type: 'session.ended',
-      at: endedAt,
-      connectionId: 'key-alice',
-      vpnProto: 'wireguard',
-      nodeNumber: asNodeNumber(0),
-      bytesIn: 6_000,
-      bytesOut: 4_000,
-      cause: 'idle',
-      session: null,
-    });
+    await record(ended('alice', endedAt));
     await trx
       .updateTable('radius_outbox')
       .set({ record_id: idOfAnotherProcess(endedAt) })
@@ -131,5 +147,43 @@ test('an Interim-Update an instance with a clock ahead queued never reaches the 
     audit.audit_log.filter((row) => row.call === 'radius_accounting_dropped'),
     [],
     'a superseded interim is no record lost',
+  );
+});
+
+test("the next session's Start on an address reaches the server after the Stop of the one before, though the instance that queued that Stop runs ahead", async (t) => {
+  const { radius, clock, ctx, announce, queued } = await twoInstances(t);
+  const ofAddress = async () =>
+    (await radius.records())
+      .filter((record) => record['Framed-IP-Address'] === '10.44.0.7')
+      .map((record) => `${record['Acct-Status-Type']} ${record['User-Name']}`);
+
+  // The server is away: every record waits in the outbox.
+  await radius.stop();
+  await announce(started('alice', '10.44.0.7', clock.now()));
+  clock.advance(5_000);
+  // alice's session ends, reported to the instance 30 s ahead: its Stop carries an id of that
+  // instance's clock, 30 s past the ids the instance on time makes (given here as its own process
+  // would make it, in the transaction that queued it).
+  const ours = await ctx.db.selectFrom('radius_outbox').select('record_id').executeTakeFirstOrThrow();
+  const theirs = new Date(Number.parseInt(ours.record_id.replaceAll('-', '').slice(0, 12), 16) + 5_000 + AHEAD_MS);
+  await ctx.events.change(ctx.db, async (trx, record) => {
+    await record(ended('alice', clock.now()));
+    await trx
+      .updateTable('radius_outbox')
+      .set({ record_id: idOfAnotherProcess(theirs) })
+      .where('record', 'like', '%"statusType":"Stop"%')
+      .execute();
+  });
+  // A second later bob's new configuration has the address, and the instance on time reports his session.
+  clock.advance(1_000);
+  await announce(started('bob', '10.44.0.7', clock.now()));
+  assert.deepEqual(await queued(), ['Start', 'Stop', 'Start'], "bob's Start is queued after alice's Stop");
+
+  await radius.start();
+  await until('the outbox to empty', async () => (await queued()).length === 0, 60_000);
+  assert.deepEqual(
+    await ofAddress(),
+    ['Start alice', 'Stop alice', 'Start bob'],
+    'a firewall mapping the address hears alice leave before bob comes, and keeps bob mapped',
   );
 });
