@@ -79,7 +79,12 @@ async function importKind(
           throw new ImportConflictWhileWriting(
             `${conflict.record}: ${conflict.reason} (it changed since the check: run the import again)`,
           );
-        inserted += await write(trx);
+        const written = await write(trx);
+        if (step.bringsAll && written < outcome.bring.length)
+          throw new ImportConflictWhileWriting(
+            `${kind}: ${outcome.bring.length - written} of the records to bring were made here while the import ran (by the Admin API: the same user, key, common name or address); run the import again, which names them`,
+          );
+        inserted += written;
         for (const userId of broughtTo) users.add(userId);
         done += outcome.bring.length + outcome.alreadyHere + outcome.expired + outcome.removedHere.length;
         progress({ phase: 'importing', kind, done, total });

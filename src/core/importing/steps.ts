@@ -42,6 +42,13 @@ export interface KindStep {
   readonly kind: EduVpnRecordKind;
   /** Whether what it brings shows in the users or connections listings (their counter must move). */
   readonly listed: boolean;
+  /**
+   * Whether every record a page's check found to bring must go in (users, authorizations and
+   * configurations, which the write notes as brought): one its insert skips was made here
+   * after the check (an Admin API call while the import ran), and would otherwise be neither
+   * here nor ever brought again. The history and the statistics skip what is here on purpose.
+   */
+  readonly bringsAll: boolean;
   walk(
     config: PortalConfig,
     db: Db,
@@ -72,6 +79,7 @@ function kindStep<Record, Row>(definition: {
   return {
     kind: definition.kind,
     listed: definition.listed,
+    bringsAll: remembered !== undefined,
     async walk(config, db, deployment, facts, each) {
       for await (const page of definition.pages(deployment)) {
         definition.note?.(facts, page);
