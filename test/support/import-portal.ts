@@ -24,5 +24,15 @@ export async function startImportPortal(
 ): Promise<TestPortal> {
   const portal = await startTestPortal({ config: { ProfileList: [employeesWithOpenVpn, ...others] } });
   await portal.reconcile();
+  haveEmployeesTlsCryptKey(portal);
   return portal;
+}
+
+/**
+ * Makes the tls-crypt key of `employees` here, as a portal that served OpenVPN has it (the CA and
+ * the nodes' WireGuard keys, generate-secrets made): the in-memory deployments bring no key
+ * files, and the import refuses OpenVPN configurations whose tls-crypt key nothing brings.
+ */
+export function haveEmployeesTlsCryptKey(portal: TestPortal): void {
+  portal.portal.ctx.openVpnKeys.tlsCryptKey(employeesWithOpenVpn.profileId);
 }

@@ -7,7 +7,7 @@
 // configuration here.
 import type { EduVpnCertificate, EduVpnUserOwned, EduVpnWireGuardPeer } from '../../eduvpn/deployment.js';
 import { findProfile, type PortalConfig, type ProfileNode } from '../../config/portal-config.js';
-import type { ConnectionId, NodeNumber, UserId, VpnProto } from '../../shared/ids.js';
+import type { ConnectionId, NodeNumber, ProfileId, UserId, VpnProto } from '../../shared/ids.js';
 import type { Db } from '../../storage/database.js';
 import { certificatesWithNames, type OpenVpnCertificate } from '../../storage/certificates.js';
 import type { PoolKey } from '../../storage/ip-pools.js';
@@ -43,6 +43,14 @@ export interface ImportFacts {
   readonly usersDisabledHereAtStart: ReadonlySet<UserId>;
   /** The node of each configuration (expired ones too), for the connection log. */
   readonly nodeOfConnection: Map<string, NodeNumber>;
+  /**
+   * The configurations to bring per key they connect with, for the plan's check that each key is
+   * brought or here (counted by each walk's checks; the plan reads them after its walk): OpenVPN
+   * ones per profile (the CA, and the profile's tls-crypt key), WireGuard ones per node (the
+   * node's key).
+   */
+  readonly openVpnPerProfile: Map<ProfileId, number>;
+  readonly wireGuardPerNode: Map<NodeNumber, number>;
   /**
    * ATOM: a history row that ended before this is not brought (the retention here,
    * `connectionLogRetention`, would delete it again), unless its user is in `heldUsers`.
@@ -226,6 +234,7 @@ export async function checkPeers(
       });
     else outcome.bring.push(peer);
   }
+  for (const peer of outcome.bring) countOne(facts.wireGuardPerNode, peer.nodeNumber);
   return outcome;
 }
 
@@ -304,8 +313,10 @@ export async function checkCertificates(
   );
   for (const certificate of candidates) {
     const stored = here.get(certificate.commonName);
-    if (stored === undefined) outcome.bring.push(certificate);
-    else if (
+    if (stored === undefined) {
+      outcome.bring.push(certificate);
+      countOne(facts.openVpnPerProfile, certificate.profileId);
+    } else if (
       stored.userId === certificate.userId &&
       stored.profileId === certificate.profileId &&
       stored.nodeNumber === certificate.nodeNumber
@@ -319,4 +330,8 @@ export async function checkCertificates(
       });
   }
   return outcome;
+}
+
+function countOne<Key>(counts: Map<Key, number>, key: Key): void {
+  counts.set(key, (counts.get(key) ?? 0) + 1);
 }

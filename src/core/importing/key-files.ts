@@ -4,6 +4,7 @@
 // signed every client certificate) and each profile's tls-crypt key (in every OpenVPN file).
 // A file here that holds another key is never replaced: it is a conflict, told with what here
 // already depends on it.
+import { existsSync } from 'node:fs';
 import type { EduVpnKeys } from '../../eduvpn/deployment.js';
 import { keyFileState, type CreatedOrKept } from '../../keys/key-store.js';
 import { CertificateAuthority } from '../../openvpn/certificate-authority.js';
@@ -12,6 +13,7 @@ import type { NodeNumber, WireGuardKey } from '../../shared/ids.js';
 import { countCertificatesByProfileAndNode } from '../../storage/certificates.js';
 import { countPeersByProfileAndNode } from '../../storage/wg-peers.js';
 import { isWireGuardKey, wireGuardPublicKey } from '../../wireguard/keys.js';
+import type { ImportFacts } from './configurations.js';
 import type { ConflictList, ImportContext, PlannedKeyFile } from './plan-types.js';
 
 /** A key file to bring, and how to write it. */
@@ -74,6 +76,45 @@ export async function planKeyFiles(
     );
   }
   return planned;
+}
+
+/**
+ * A key the configurations to bring need that neither eduVPN's files bring nor this portal has
+ * (eduVPN's keys folder not copied, or another folder named): a conflict, since this portal would
+ * make a new key on first use and none of those files would connect. A key here is taken as
+ * theirs: whether it is, only eduVPN's file could tell.
+ */
+export function findKeysNeededAndMissing(
+  ctx: ImportContext,
+  keys: EduVpnKeys,
+  facts: Pick<ImportFacts, 'openVpnPerProfile' | 'wireGuardPerNode'>,
+  conflicts: ConflictList,
+): void {
+  const missing = (path: string, reason: string) =>
+    conflicts.add({ kind: 'keys', record: path, reason: `${reason}, and it is neither in eduVPN's files nor here` });
+  const openVpn = [...facts.openVpnPerProfile.values()].reduce((sum, count) => sum + count, 0);
+  if (openVpn > 0 && keys.openVpnCa === null && !existsSync(ctx.openVpnKeys.caCertificatePath))
+    missing(
+      ctx.openVpnKeys.caCertificatePath,
+      `${openVpn} OpenVPN configurations need eduVPN's OpenVPN CA (/etc/vpn-user-portal/keys/ca/ca.crt and ca.key)`,
+    );
+  for (const [profileId, count] of facts.openVpnPerProfile) {
+    const path = ctx.openVpnKeys.tlsCryptKeyPath(profileId);
+    if (!keys.tlsCryptKeys.has(profileId) && !existsSync(path))
+      missing(
+        path,
+        `${count} OpenVPN configurations of profile ${profileId} need its tls-crypt key (/var/lib/vpn-user-portal/keys/tls-crypt-${profileId}.key)`,
+      );
+  }
+  for (const [node, count] of facts.wireGuardPerNode) {
+    const path = ctx.keys.wireGuardKeyPath(node);
+    // A public key without its private key is a conflict of planWireGuardKeys already.
+    if (!keys.wireGuardPrivateKeys.has(node) && !keys.wireGuardPublicKeys.has(node) && !existsSync(path))
+      missing(
+        path,
+        `${count} WireGuard configurations of node ${node} need its WireGuard key (--node-wireguard-key ${node}=FILE, copied from the node's /etc/vpn-server-node/keys/wireguard.key)`,
+      );
+  }
 }
 
 /** Writes the key files that are missing here (the plan had no conflict). */

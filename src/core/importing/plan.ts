@@ -6,7 +6,7 @@ import { addDuration, subtractDurationClamped } from '../../shared/iso-duration.
 import { formatAtom } from '../../shared/time.js';
 import { heldUserIds } from '../../storage/legal-holds.js';
 import type { ImportFacts } from './configurations.js';
-import { planKeyFiles, type KeyAdoption } from './key-files.js';
+import { findKeysNeededAndMissing, planKeyFiles, type KeyAdoption } from './key-files.js';
 import {
   ConflictList,
   emptyCounts,
@@ -56,6 +56,8 @@ export async function prepareEduVpnImport(
     historySince: formatAtom(subtractDurationClamped(now, ctx.config.connectionLogRetention)),
     heldUsers: new Set(await heldUserIds(ctx.db, formatAtom(now))),
     nodeOfConnection: new Map(),
+    openVpnPerProfile: new Map(),
+    wireGuardPerNode: new Map(),
   };
   const conflicts = new ConflictList();
   const removedHere = new ListedRecords<RemovedHere>();
@@ -87,6 +89,7 @@ export async function prepareEduVpnImport(
       progress({ phase: 'checking', kind, done, total });
     });
   }
+  findKeysNeededAndMissing(ctx, deployment.keys, facts, conflicts);
   await findRevokedInEduVpn(ctx.db, facts, conflicts, counts);
   const plan: ImportPlan = {
     source: deployment.description,

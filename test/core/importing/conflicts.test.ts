@@ -26,7 +26,7 @@ import {
   NO_KEYS,
   type EduVpnRecords,
 } from '../../support/in-memory-eduvpn.js';
-import { employeesWithOpenVpn } from '../../support/import-portal.js';
+import { employeesWithOpenVpn, haveEmployeesTlsCryptKey } from '../../support/import-portal.js';
 import { startTestPortal, UNREACHABLE_NODE, type TestPortal } from '../../support/test-portal.js';
 
 let portal: TestPortal;
@@ -53,6 +53,7 @@ before(async () => {
     },
   });
   ctx = portal.portal.ctx;
+  haveEmployeesTlsCryptKey(portal);
   // What is here already: alice with a WireGuard and an OpenVPN configuration.
   const records = emptyRecords();
   records.users = [eduVpnUser('alice')];
