@@ -5,10 +5,11 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { constantTimeEquals, constantTimeMatcher } from '../shared/constant-time.js';
 import { elapsedSince, monotonicNow, type MonotonicMs } from '../shared/monotonic.js';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { NodeNumber, WireGuardKey } from '../shared/ids.js';
 import { generateWireGuardKeyPair, isWireGuardKey, wireGuardPublicKey } from '../wireguard/keys.js';
+import { createFileOnce } from './whole-files.js';
 
 export type CreatedOrKept = { readonly path: string; readonly created: boolean };
 
@@ -246,14 +247,9 @@ export class KeyStore {
   private createIfMissing(file: string, make: () => string): CreatedOrKept {
     mkdirSync(this.keyDir, { recursive: true, mode: 0o700 });
     chmodSync(this.keyDir, 0o700);
-    try {
-      // 'wx' fails when the file exists, so a key is never overwritten, even by a concurrent run.
-      writeFileSync(file, make(), { mode: 0o600, flag: 'wx' });
-      this.fileCache.delete(file);
-      return { path: file, created: true };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return { path: file, created: false };
-      throw error;
-    }
+    // Never over a file that exists, also not one a concurrent run made; and whole or not at all.
+    const { created } = createFileOnce(file, make());
+    if (created) this.fileCache.delete(file);
+    return { path: file, created };
   }
 }

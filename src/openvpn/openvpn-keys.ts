@@ -5,19 +5,7 @@
 // Several portal processes may share the directory, so every file appears atomically:
 // written under a temporary name first, then linked (never overwriting) or renamed (when
 // replacing on purpose) to its final name. A reader never sees half a file.
-import { randomBytes } from 'node:crypto';
-import {
-  chmodSync,
-  linkSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  unlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import {
@@ -29,6 +17,7 @@ import {
 } from './certificate-authority.js';
 import { generateTlsCryptKey, isTlsCryptKey } from './tls-crypt.js';
 import { KeyFileDiffers, keyFileState, type KeyFileState } from '../keys/key-store.js';
+import { createFileOnce, replaceFileWhole } from '../keys/whole-files.js';
 import { elapsedSince, monotonicNow, type MonotonicMs } from '../shared/monotonic.js';
 
 /**
@@ -242,8 +231,8 @@ export class OpenVpnKeys {
     ensurePrivateDir(path.dirname(files.certificate));
     // Two renames are not one atomic step: a reader in between sees a new key with the old
     // certificate, finds that they do not match, and issues its own pair, which is harmless.
-    replaceFile(files.key, issued.privateKeyPem);
-    replaceFile(files.certificate, issued.certificatePem);
+    replaceFileWhole(files.key, issued.privateKeyPem);
+    replaceFileWhole(files.certificate, issued.certificatePem);
     return issued;
   }
 
@@ -322,36 +311,10 @@ function readIfPresent(file: string): string | null {
   }
 }
 
-/** A temporary file next to `file`, so that link and rename stay within one file system. */
-function writeTemporary(file: string, content: string): string {
-  const temporary = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
-  writeFileSync(temporary, content, { mode: 0o600, flag: 'wx' });
-  return temporary;
-}
-
-/** Creates `file` with `content` unless it exists; returns what the file holds afterwards (ours or theirs). */
+/** Creates `file` whole in a private folder unless it exists; returns what the file holds afterwards (ours or theirs). */
 function createOnce(file: string, content: string): string {
   ensurePrivateDir(path.dirname(file));
-  const temporary = writeTemporary(file, content);
-  try {
-    linkSync(temporary, file);
-    return content;
-  } catch (error) {
-    if (!isErrorCode(error, 'EEXIST')) throw error;
-    return readFileSync(file, 'utf8');
-  } finally {
-    unlinkSync(temporary);
-  }
-}
-
-function replaceFile(file: string, content: string): void {
-  const temporary = writeTemporary(file, content);
-  try {
-    renameSync(temporary, file);
-  } catch (error) {
-    rmSync(temporary, { force: true });
-    throw error;
-  }
+  return createFileOnce(file, content).content;
 }
 
 function readServerCredentials(

@@ -1,9 +1,9 @@
 // Key files brought from another server (an eduVPN one): written as private files when missing,
 // kept when the same key is there, and never overwritten by another key. A secret replaced in its
 // file by hand holds from the next reading of the file on (a second later, measured on the
-// monotonic clock), and the old one no longer does.
+// monotonic clock), and the old one no longer does. A key file appears whole or not at all.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { KeyFileDiffers, KeyStore, keyFileState } from '../../src/keys/key-store.js';
 import { asNodeNumber } from '../../src/shared/ids.js';
 import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
+import { mountTmpfs } from '../support/tmpfs.js';
 
 const scratch = mkdtempSync(path.join(tmpdir(), 'key-store-test-'));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -91,4 +92,27 @@ test('asking for the secrets of many nodes without key files keeps nothing for t
   const created = store.createNodeKey(asNodeNumber(7));
   const secret = readFileSync(created.path, 'utf8');
   assert.equal(store.nodeKeyMatches(asNodeNumber(7), secret), true);
+});
+
+test('a key made on a full disk fails and leaves no empty key file behind; once there is room it is made whole', (t) => {
+  const disk = mountTmpfs(64 * 1024);
+  t.after(() => disk.unmount());
+  const keys = new KeyStore(path.join(disk.dir, 'keys'));
+  keys.createNodeKey(asNodeNumber(0));
+  disk.fill();
+
+  assert.throws(() => keys.createWireGuardKey(asNodeNumber(1)), { code: 'ENOSPC' });
+  assert.deepEqual(
+    readdirSync(keys.keyDir),
+    [path.basename(keys.nodeKeyPath(asNodeNumber(0)))],
+    'no file of the key that failed, whole or temporary',
+  );
+  assert.equal(keys.wireGuardPrivateKey(asNodeNumber(1)), null);
+
+  disk.free();
+  assert.deepEqual(keys.createWireGuardKey(asNodeNumber(1)), {
+    path: keys.wireGuardKeyPath(asNodeNumber(1)),
+    created: true,
+  });
+  assert.notEqual(keys.wireGuardPrivateKey(asNodeNumber(1)), null, 'the key is whole');
 });
