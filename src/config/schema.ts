@@ -817,7 +817,7 @@ export const portalConfigSchema = z.strictObject({
         .boolean()
         .default(false)
         .describe(
-          "Include the client's address in those lines (else `*`), and keep it in the history past the session, until `originatingIpRetention` (else it is blanked when the session closes).",
+          "Include the client's address in those lines (else `*`), and keep it in the history past the session, until `originatingIpRetention` (else it is blanked when the session closes, unless a legal hold keeps the user's records).",
         ),
     })
     .prefault({}),

@@ -1,10 +1,13 @@
 // The connection log (`connection_log`, reference §9): a row opens when a client connects and
 // closes, with the byte counts, when it disconnects. Written in the same transaction as the
 // event, so the history never claims a connection the portal did not allow. The client's own
-// address is kept past the session only when `Log.originatingIp` says so: the open session needs
-// it (roaming, the session's end event), a closed one only for looking people up by it.
+// address is kept past the session only when `Log.originatingIp` says so, or a legal hold keeps
+// the user's records: the open session needs it (roaming, the session's end event), a closed one
+// only for looking people up by it, which is what a hold is for.
 import type { PortalEvents } from '../core/events.js';
+import { formatAtom } from '../shared/time.js';
 import { closeConnection, openConnection } from '../storage/connection-log.js';
+import { isUserHeld } from '../storage/legal-holds.js';
 
 export function writeConnectionLog(events: PortalEvents, options: { readonly keepOriginatingIp: boolean }): void {
   events.inTransaction(async (event, db) => {
@@ -30,7 +33,10 @@ export function writeConnectionLog(events: PortalEvents, options: { readonly kee
         disconnectedAt: event.at,
         bytesIn: event.bytesIn,
         bytesOut: event.bytesOut,
-        forgetOriginatingIp: !options.keepOriginatingIp,
+        // A hold suspends the blanking as it suspends the housekeeping's: the address is then
+        // blanked by originatingIpRetention once the hold ended.
+        forgetOriginatingIp:
+          !options.keepOriginatingIp && !(await isUserHeld(db, event.session.userId, formatAtom(event.at))),
         // The session its start recorded: its row closes, not another open one of the same
         // certificate (on another address, or a newer one on the same address).
         ipFour: event.session.ipFour,

@@ -70,6 +70,22 @@ export async function heldUserIds(db: Db, at: string): Promise<string[]> {
   return rows.map((row) => row.user_id);
 }
 
+/**
+ * Whether a hold keeps this user's records at `at` (ATOM): a session that closes then keeps the
+ * client's own address even where `Log.originatingIp` would blank it.
+ */
+export async function isUserHeld(db: Db, userId: string, at: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('legal_holds')
+    .select('hold_id')
+    .where('user_id', '=', userId)
+    .where('released_at', 'is', null)
+    .where('until', '>', at)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** Deletes holds that ended (released, or past their `until`) before `before`, in batches; returns how many. */
 export async function pruneEndedLegalHolds(
   db: Db,

@@ -11,6 +11,12 @@ import { closeConnection, openConnection } from '../../../src/storage/connection
 import { insertOutboxRecords } from '../../../src/storage/radius-outbox.js';
 import { insertRadiusSession } from '../../../src/storage/radius-sessions.js';
 import { auditLog, ManualClock } from '../../support/admin-keys.js';
+import {
+  openVpnConfiguration,
+  openVpnEmployees,
+  reportOpenVpnConnect,
+  reportOpenVpnDisconnect,
+} from '../../support/openvpn-sessions.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
 const DAY = 86_400_000;
@@ -303,5 +309,30 @@ test("a month's retention at a month's end keeps what ended less than a month ag
   assert.deepEqual(
     connection_log.map((entry) => entry.connection_id),
     ['march'],
+  );
+});
+
+test("a held user's client address stays when the session closes, though Log.originatingIp (off) blanks everyone else's then", async (t) => {
+  const portal = await startTestPortal({ config: { ...openVpnEmployees, Log: { originatingIp: false } } });
+  t.after(() => portal.close());
+  const alice = await openVpnConfiguration(portal, 'alice');
+  const bob = await openVpnConfiguration(portal, 'bob');
+  await portal.admin.createLegalHold({
+    user_id: 'alice',
+    reason: 'CSIRT case 2026-042: stolen account',
+    until: new Date(Date.now() + 30 * DAY).toISOString(),
+  });
+  await reportOpenVpnConnect(portal, alice, { originating_ip: '198.51.100.7', ip_four: '10.60.0.2' });
+  await reportOpenVpnConnect(portal, bob, { originating_ip: '198.51.100.8', ip_four: '10.60.0.3' });
+  await reportOpenVpnDisconnect(portal, alice, { ip_four: '10.60.0.2' });
+  await reportOpenVpnDisconnect(portal, bob, { ip_four: '10.60.0.3' });
+  const { connection_log } = await portal.admin.connectionLog({});
+  assert.deepEqual(
+    connection_log.map((entry) => [entry.user_id, entry.originating_ip, entry.disconnected_at === null]).sort(),
+    [
+      ['alice', '198.51.100.7', false],
+      ['bob', null, false],
+    ],
+    "the hold keeps alice's address, as it keeps her history; bob's goes with his session",
   );
 });
