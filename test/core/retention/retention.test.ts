@@ -5,9 +5,11 @@
 // then go at the next pass.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { sql } from 'kysely';
 import { runHousekeepingIfDue } from '../../../src/core/reconcile/housekeeping.js';
 import { asNodeNumber, asProfileId, asUserId } from '../../../src/shared/ids.js';
 import { closeConnection, openConnection } from '../../../src/storage/connection-log.js';
+import { isPostgres } from '../../../src/storage/database.js';
 import { insertOutboxRecords } from '../../../src/storage/radius-outbox.js';
 import { insertRadiusSession } from '../../../src/storage/radius-sessions.js';
 import { auditLog, ManualClock } from '../../support/admin-keys.js';
@@ -335,4 +337,43 @@ test("a held user's client address stays when the session closes, though Log.ori
     ],
     "the hold keeps alice's address, as it keeps her history; bob's goes with his session",
   );
+});
+
+test('a pass that fails at one kind still writes its audit row: what the kinds before it removed, and where it failed', async (t) => {
+  const clock = new ManualClock('2026-01-10T12:00:00Z');
+  const portal = await startTestPortal({
+    clock,
+    config: { connectionLogRetention: 'P30D', auditLogRetention: 'P60D' },
+  });
+  t.after(() => portal.close());
+  await portal.reconcile(); // the start-up pass (and its housekeeping) is done before the clock moves
+  await portal.admin.create({ user_id: 'bob', profile_id: 'employees' }); // an audit row of day one
+  await session(portal, 'bob', 'b1', '192.0.2.20');
+  // The database refuses to delete audit rows (a real failure of the statement, as a timeout or
+  // a lost connection would be), after the session history's kind has deleted bob's row.
+  const db = portal.portal.ctx.db;
+  if (isPostgres(db)) {
+    await sql`CREATE FUNCTION refuse_audit_delete() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'audit rows are not deleted today'; END $$`.execute(
+      db,
+    );
+    await sql`CREATE TRIGGER refuse_audit_delete BEFORE DELETE ON audit_log FOR EACH ROW EXECUTE FUNCTION refuse_audit_delete()`.execute(
+      db,
+    );
+  } else {
+    await sql`CREATE TRIGGER refuse_audit_delete BEFORE DELETE ON audit_log BEGIN SELECT RAISE(ABORT, 'audit rows are not deleted today'); END`.execute(
+      db,
+    );
+  }
+
+  clock.advance(61 * DAY);
+  await assert.rejects(runHousekeepingIfDue(portal.portal.ctx), /audit rows are not deleted today/);
+  const [row] = (await auditLog(portal)).filter((entry) => entry.call === 'housekeeping');
+  assert.ok(row !== undefined, 'the deletions before the failure are in the audit log');
+  assert.deepEqual(
+    [row.status, row.parameters['connection_log'], row.parameters['audit_log']],
+    [500, '1', undefined],
+    "bob's session went; the audit log's kind did not finish",
+  );
+  assert.match(row.detail ?? '', /^stopped at audit_log: .*audit rows are not deleted today/);
+  assert.deepEqual(await history(portal), [], "bob's session is gone");
 });
