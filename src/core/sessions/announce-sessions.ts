@@ -8,6 +8,7 @@
 // RADIUS and metrics hear of it once, and a second stop never follows the next session on the address.
 import type { PortalEvents, PortalEvent } from '../events.js';
 import { canonicalAddressOrSame } from '../../net/cidr.js';
+import { formatAtom } from '../../shared/time.js';
 import type { Db } from '../../storage/database.js';
 import { lockOpenSessionRows, type OpenSessionRow } from '../../storage/connection-log.js';
 
@@ -53,28 +54,49 @@ async function withoutRepeats(trx: Db, events: readonly PortalEvent[]): Promise<
   if (connections.length === 0) return events;
   const open = await lockOpenSessionRows(trx, connections);
   const openRows = new Set(open.map(rowKey));
-  const due = events.filter(
-    (event) =>
-      event.type !== 'session.ended' ||
-      event.session === null ||
-      openRows.has(
-        rowKey({
+  const endedRow = (event: PortalEvent): string | null =>
+    event.type === 'session.ended' && event.session !== null
+      ? rowKey({
           ...event,
           ipFour: canonicalAddressOrSame(event.session.ipFour),
           connectedAt: event.session.connectedAt,
-        }),
-      ),
-  );
+        })
+      : null;
   const closedHere = new Set(
-    due.flatMap((event) => (event.type === 'session.ended' ? [nodeKey(event.connectionId, event.nodeNumber)] : [])),
+    events.flatMap((event) => {
+      const row = endedRow(event);
+      return row !== null && openRows.has(row) && event.type === 'session.ended'
+        ? [nodeKey(event.connectionId, event.nodeNumber)]
+        : [];
+    }),
   );
   const openWireGuard = new Set(
     open.filter((row) => row.vpnProto === 'wireguard').map((row) => nodeKey(row.connectionId, row.nodeNumber)),
   );
-  return due.filter((event) => {
-    if (event.type !== 'session.started' || event.configuration.vpnProto !== 'wireguard') return true;
+  const startDue = (event: Extract<PortalEvent, { type: 'session.started' }>): boolean => {
+    if (event.configuration.vpnProto !== 'wireguard') return true;
     const key = nodeKey(event.configuration.connectionId, event.configuration.nodeNumber);
     return !openWireGuard.has(key) || closedHere.has(key);
+  };
+  // A session that began and ended while no pass looked: its end closes the row its start here opens.
+  const openedHere = new Set(
+    events.flatMap((event) =>
+      event.type === 'session.started' && startDue(event)
+        ? [
+            rowKey({
+              connectionId: event.configuration.connectionId,
+              nodeNumber: event.configuration.nodeNumber,
+              ipFour: canonicalAddressOrSame(event.ipFour),
+              connectedAt: formatAtom(event.at),
+            }),
+          ]
+        : [],
+    ),
+  );
+  return events.filter((event) => {
+    if (event.type === 'session.started') return startDue(event);
+    const row = endedRow(event);
+    return row === null || openRows.has(row) || openedHere.has(row);
   });
 }
 

@@ -6,8 +6,11 @@
 // (one session ends, the next begins) when the address changes, or when the agent says a new run
 // of handshakes began since; it ends 3 minutes after the last handshake, or when the peer is
 // removed, with the byte counters; the counters of sessions still open are kept for RADIUS
-// Interim-Updates. Sessions are announced on the events seam; the connection log is one of their
-// listeners. A full reconcile pass observes every node (one instance at a time).
+// Interim-Updates. A run that began and ended while no pass looked (the portal down or cut off
+// from the node, a reconcileInterval past 3 minutes) is a session too, from its first handshake
+// to 3 minutes after its last, as the node still lists them. Sessions are announced on the
+// events seam; the connection log is one of their listeners. A full reconcile pass observes
+// every node (one instance at a time).
 import { clientAddressOrSame } from '../../net/cidr.js';
 import type { DaemonPeer, RemovedPeer } from '../../node-client/daemon-client.js';
 import type { NodeNumber } from '../../shared/ids.js';
@@ -18,7 +21,9 @@ import {
   openWireGuardSessionsOf,
   type OpenSession,
 } from '../../storage/connection-log.js';
+import { readState, writeState } from '../../storage/portal-state.js';
 import { peersWithKeys, type WireGuardPeer } from '../../storage/wg-peers.js';
+import { formatAtom } from '../../shared/time.js';
 import { noteSessionCounters } from '../accounting/index.js';
 import type { PortalContext } from '../context.js';
 import { wireGuardConfiguration, type PortalEvent } from '../events.js';
@@ -35,6 +40,8 @@ export async function observeWireGuardSessions(
   peers: readonly DaemonPeer[],
 ): Promise<void> {
   const now = ctx.clock.now();
+  const lookKey = `sessions.looked.${nodeNumber}`;
+  const lastLook = await readState(ctx.db, lookKey);
   const open = await openWireGuardSessions(ctx.db, nodeNumber);
   const onNode = new Map(peers.map((peer) => [peer.publicKey as string, peer]));
   const events: PortalEvent[] = [];
@@ -94,10 +101,78 @@ export async function observeWireGuardSessions(
       originatingIp: origin,
     });
   }
+  if (lastLook !== null) {
+    const quiet = peers.filter((peer) => !open.has(peer.publicKey) && !isOnline(peer.lastHandshakeTime, now));
+    events.push(...(await missedRuns(ctx, nodeNumber, quiet, Date.parse(lastLook))));
+  }
   await announceSessions(ctx.events, ctx.db, events);
+  await writeState(ctx.db, lookKey, formatAtom(now));
   // The sessions still open keep the counters for their RADIUS Interim-Updates (nothing without RADIUS).
   const counters = new Map(online.map((peer) => [peer.publicKey as string, peer]));
   await noteSessionCounters(ctx.db, ctx.config, nodeNumber, counters);
+}
+
+/**
+ * A handshake this long before the node's last look may still have been one that look did not
+ * list (the list is read before the look's time is taken); the history tells a run seen then.
+ */
+const LOOK_MARGIN_MS = 60_000;
+
+/**
+ * The runs of quiet peers (no open session, offline now) that began and ended while no pass
+ * looked: a handshake since the last look (`lastLook`, epoch ms) that no session in the history
+ * reaches (one the portal saw ends at or after its last handshake), of a configuration made by
+ * then. Each is a session from its run's first handshake to 3 minutes after its last, with the
+ * node's counters: an abuse report of those minutes otherwise named nobody.
+ */
+async function missedRuns(
+  ctx: PortalContext,
+  nodeNumber: NodeNumber,
+  quiet: readonly DaemonPeer[],
+  lastLook: number,
+): Promise<PortalEvent[]> {
+  const since = quiet.filter(
+    (peer) => peer.lastHandshakeTime !== null && peer.lastHandshakeTime.getTime() > lastLook - LOOK_MARGIN_MS,
+  );
+  if (since.length === 0) return [];
+  const keys = since.map((peer) => peer.publicKey as string);
+  const configurations = await configurationsOf(ctx, keys);
+  const ends = new Map<string, string>();
+  for (let start = 0; start < keys.length; start += CHUNK)
+    for (const [key, ended] of await lastSessionEnds(ctx.db, keys.slice(start, start + CHUNK))) ends.set(key, ended);
+  const earliest = await earliestStarts(ctx, since, configurations);
+  const events: PortalEvent[] = [];
+  for (const peer of since) {
+    const configuration = configurations.get(peer.publicKey);
+    const last = peer.lastHandshakeTime;
+    if (configuration === undefined || configuration.nodeNumber !== nodeNumber || last === null) continue;
+    const ended = ends.get(peer.publicKey);
+    if (ended !== undefined && Date.parse(ended) >= last.getTime()) continue;
+    if (Date.parse(configuration.createdAt) > last.getTime()) continue;
+    const start = sessionStart(peer, earliest.get(peer.publicKey), last);
+    const originatingIp = originatingAddress(peer.endpoint);
+    const ref = wireGuardConfiguration(configuration);
+    const session = { ...ref, ipFour: configuration.ipFour, ipSix: configuration.ipSix, originatingIp };
+    events.push(
+      {
+        type: 'session.started',
+        at: start,
+        configuration: ref,
+        ipFour: session.ipFour,
+        ipSix: session.ipSix,
+        originatingIp,
+      },
+      sessionEnded(
+        'wireguard',
+        { ...session, connectedAt: formatAtom(start) },
+        new Date(last.getTime() + ONLINE_THRESHOLD_MS),
+        peer.bytesIn,
+        peer.bytesOut,
+        'idle',
+      ),
+    );
+  }
+  return events;
 }
 
 /** Ends the open sessions of peers the portal just removed, with the counters the node answered. */

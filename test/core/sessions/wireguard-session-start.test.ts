@@ -4,8 +4,9 @@
 // interface write keeps the handshake), or across the 3-minute boundary the portal judged a
 // moment earlier, would otherwise date it there. A run that began after the open session's
 // (the device went quiet and came back while no pass looked) ends that session and starts the
-// next. The node is a stand-in that lists what the test says: a real agent gives such runs only
-// in a race, or after minutes, that a test cannot call up.
+// next. A run that began and ended between two passes is a session of its own. The node is a
+// stand-in that lists what the test says: a real agent gives such runs only in a race, or after
+// minutes, that a test cannot call up.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -92,5 +93,49 @@ test('a run the node says began while no pass looked ends the open session there
       [formatAtom(createdAt), formatAtom(comeBack)],
       [formatAtom(comeBack), null],
     ],
+  );
+});
+
+test('a run that began and ended while no pass looked is a session of its own, which an abuse report of its minutes finds, recorded once', async (t) => {
+  const node = await listingNode(t);
+  const clock = new ManualClock(formatAtom(new Date()));
+  const portal = await startPortalOnStandIn(t, node.url, { clock });
+  await portal.admin.create({ user_id: 'carol', profile_id: 'employees' });
+  const peer = await portal.portal.ctx.db.selectFrom('wg_peers').selectAll().executeTakeFirstOrThrow();
+  const start = clock.now();
+  await portal.reconcile(); // nothing online yet
+
+  // Ten minutes on (the portal was down, or cut off from the node): carol's device shook hands
+  // from minute 1 to minute 3 and has been quiet since.
+  clock.advance(10 * 60_000);
+  const minute = (n: number) => new Date(start.getTime() + n * 60_000);
+  node.listed = [
+    {
+      public_key: peer.public_key,
+      ip_net: [`${peer.ip_four}/32`],
+      last_handshake_time: formatAtom(minute(3)),
+      online_since: formatAtom(minute(1)),
+      bytes_in: 100,
+      bytes_out: 200,
+    },
+  ];
+  await portal.reconcile();
+  clock.advance(60_000);
+  await portal.reconcile(); // the same list again: the run is recorded already
+  const sessions = (await portal.admin.connectionLog({ user_id: 'carol' })).connection_log;
+  assert.deepEqual(
+    sessions.map((session) => [session.connected_at, session.disconnected_at, session.bytes_in]),
+    [[formatAtom(minute(1)), formatAtom(minute(6)), 100]],
+    'from its first handshake to 3 minutes after its last',
+  );
+  const report = await portal.get('/attribution', {
+    ip: peer.ip_four,
+    at: formatAtom(minute(2)),
+    reason: 'CSIRT ticket 4714',
+  });
+  assert.equal(report.status, 200, report.text);
+  assert.deepEqual(
+    (report.json() as { sessions: { user_id: string }[] }).sessions.map((session) => session.user_id),
+    ['carol'],
   );
 });
