@@ -4,15 +4,9 @@
 // and, in the PostgreSQL pass, on PostgreSQL.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { sql } from 'kysely';
-import {
-  connectDatabase,
-  isPostgres,
-  migrateToLatest,
-  migrateUpTo,
-  migrationStatus,
-} from '../../src/storage/database.js';
+import { connectDatabase, migrateToLatest, migrateUpTo, migrationStatus } from '../../src/storage/database.js';
 import { migrationTestLocation } from '../support/postgres.js';
+import { refuseWrites } from '../support/refusing-trigger.js';
 
 test('a migration that fails after its first statement leaves nothing behind, and the next start applies it whole', async (t) => {
   const db = connectDatabase(await migrationTestLocation(t, 'half-applied'));
@@ -26,17 +20,7 @@ test('a migration that fails after its first statement leaves nothing behind, an
     .execute();
 
   // 0057 adds a column, then fills it: the filling fails, as a write on a full disk would.
-  if (isPostgres(db)) {
-    await sql`CREATE FUNCTION full_disk() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN RAISE EXCEPTION 'the disk is full'; END $$`.execute(db);
-    await sql`CREATE TRIGGER full_disk BEFORE UPDATE ON scim_users FOR EACH ROW EXECUTE FUNCTION full_disk()`.execute(
-      db,
-    );
-  } else {
-    await sql`CREATE TRIGGER full_disk BEFORE UPDATE ON scim_users BEGIN SELECT RAISE(ABORT, 'the disk is full'); END`.execute(
-      db,
-    );
-  }
+  const makeSpace = await refuseWrites(db, 'full_disk', 'UPDATE', 'scim_users', 'the disk is full');
   await assert.rejects(migrateToLatest(db), /migration 0057-scim-user-name-key failed: the disk is full/);
   const columns = (await db.introspection.getTables()).find((table) => table.name === 'scim_users')?.columns ?? [];
   assert.equal(
@@ -46,7 +30,7 @@ test('a migration that fails after its first statement leaves nothing behind, an
   );
 
   // Space is made again; the next start applies 0057 and what follows.
-  await sql`DROP TRIGGER full_disk${sql.raw(isPostgres(db) ? ' ON scim_users' : '')}`.execute(db);
+  await makeSpace();
   await migrateToLatest(db);
   assert.ok(
     (await migrationStatus(db)).every((migration) => migration.appliedAt !== null),

@@ -5,11 +5,9 @@
 // then go at the next pass.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { sql } from 'kysely';
 import { runHousekeepingIfDue } from '../../../src/core/reconcile/housekeeping.js';
 import { asNodeNumber, asProfileId, asUserId } from '../../../src/shared/ids.js';
 import { closeConnection, openConnection } from '../../../src/storage/connection-log.js';
-import { isPostgres } from '../../../src/storage/database.js';
 import { insertOutboxRecords } from '../../../src/storage/radius-outbox.js';
 import { insertRadiusSession } from '../../../src/storage/radius-sessions.js';
 import { auditLog, ManualClock } from '../../support/admin-keys.js';
@@ -20,6 +18,7 @@ import {
   reportOpenVpnDisconnect,
 } from '../../support/openvpn-sessions.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+import { refuseWrites } from '../../support/refusing-trigger.js';
 
 const DAY = 86_400_000;
 
@@ -352,18 +351,7 @@ test('a pass that fails at one kind still writes its audit row: what the kinds b
   // The database refuses to delete audit rows (a real failure of the statement, as a timeout or
   // a lost connection would be), after the session history's kind has deleted bob's row.
   const db = portal.portal.ctx.db;
-  if (isPostgres(db)) {
-    await sql`CREATE FUNCTION refuse_audit_delete() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'audit rows are not deleted today'; END $$`.execute(
-      db,
-    );
-    await sql`CREATE TRIGGER refuse_audit_delete BEFORE DELETE ON audit_log FOR EACH ROW EXECUTE FUNCTION refuse_audit_delete()`.execute(
-      db,
-    );
-  } else {
-    await sql`CREATE TRIGGER refuse_audit_delete BEFORE DELETE ON audit_log BEGIN SELECT RAISE(ABORT, 'audit rows are not deleted today'); END`.execute(
-      db,
-    );
-  }
+  await refuseWrites(db, 'refuse_audit_delete', 'DELETE', 'audit_log', 'audit rows are not deleted today');
 
   clock.advance(61 * DAY);
   await assert.rejects(runHousekeepingIfDue(portal.portal.ctx), /audit rows are not deleted today/);

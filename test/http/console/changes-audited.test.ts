@@ -5,11 +5,10 @@
 // console's forms send it.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { sql } from 'kysely';
-import { isPostgres } from '../../../src/storage/database.js';
 import { auditLog, twoProfiles } from '../../support/admin-keys.js';
 import { confirmChange, signIn } from '../../support/console-forms.js';
 import { startTestPortal } from '../../support/test-portal.js';
+import { refuseWrites } from '../../support/refusing-trigger.js';
 
 test('a revocation made in the console that found nothing to revoke is in the audit log, as the same Admin API call is', async (t) => {
   const portal = await startTestPortal({ config: twoProfiles });
@@ -58,21 +57,11 @@ test('a change made in the console that failed with a server error is in the aud
 
   // The database refuses to change a user (a failing statement, not an outage: the portal
   // answers 500, and the audit log can still be written).
-  if (isPostgres(db)) {
-    await sql`CREATE FUNCTION refuse_user_change() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN RAISE EXCEPTION 'users may not change'; END $$`.execute(db);
-    await sql`CREATE TRIGGER refuse_user_change BEFORE UPDATE ON users FOR EACH ROW EXECUTE FUNCTION refuse_user_change()`.execute(
-      db,
-    );
-  } else {
-    await sql`CREATE TRIGGER refuse_user_change BEFORE UPDATE ON users BEGIN SELECT RAISE(ABORT, 'users may not change'); END`.execute(
-      db,
-    );
-  }
+  const allowUserChanges = await refuseWrites(db, 'refuse_user_change', 'UPDATE', 'users', 'users may not change');
   assert.equal((await confirmChange(portal, session, { action: 'disable_user', user_id: 'alice' })).status, 500);
   // The API's own call, for comparison.
   assert.equal((await portal.post('/disable_user', { user_id: 'alice' })).status, 500);
-  await sql`DROP TRIGGER refuse_user_change${sql.raw(isPostgres(db) ? ' ON users' : '')}`.execute(db);
+  await allowUserChanges();
 
   assert.deepEqual((await portal.get('/disabled_users')).json(), { disabled_users: [] }, 'nothing was changed');
   const rows = (await auditLog(portal)).filter((row) => row.call === 'disable_user').reverse();

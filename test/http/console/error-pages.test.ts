@@ -4,12 +4,11 @@
 // HTTP, as the console's forms send it.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { sql } from 'kysely';
-import { isPostgres } from '../../../src/storage/database.js';
 import { confirmChange, signIn } from '../../support/console-forms.js';
 import { errorBody } from '../../support/raw-http.js';
 import { holdWriteLock } from '../../support/sqlite-write-lock.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+import { refuseWrites } from '../../support/refusing-trigger.js';
 
 /** The text of a page's problem line, tags removed. */
 function problemText(page: string): string {
@@ -19,26 +18,15 @@ function problemText(page: string): string {
 }
 
 /** The database refuses every change of a user with an error of the given SQLSTATE (PostgreSQL) or a plain abort (SQLite). */
-async function refuseUserChanges(portal: TestPortal, sqlState: string | null): Promise<() => Promise<void>> {
-  const db = portal.portal.ctx.db;
-  if (isPostgres(db)) {
-    const code = sqlState === null ? '' : ` USING ERRCODE = '${sqlState}'`;
-    await sql`CREATE FUNCTION refuse_user_change() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN RAISE EXCEPTION 'users may not change'${sql.raw(code)}; END $$`.execute(db);
-    await sql`CREATE TRIGGER refuse_user_change BEFORE UPDATE ON users FOR EACH ROW EXECUTE FUNCTION refuse_user_change()`.execute(
-      db,
-    );
-    return async () => {
-      await sql`DROP TRIGGER refuse_user_change ON users`.execute(db);
-      await sql`DROP FUNCTION refuse_user_change()`.execute(db);
-    };
-  }
-  await sql`CREATE TRIGGER refuse_user_change BEFORE UPDATE ON users BEGIN SELECT RAISE(ABORT, 'users may not change'); END`.execute(
-    db,
+function refuseUserChanges(portal: TestPortal, sqlState: string | null): Promise<() => Promise<void>> {
+  return refuseWrites(
+    portal.portal.ctx.db,
+    'refuse_user_change',
+    'UPDATE',
+    'users',
+    'users may not change',
+    sqlState === null ? {} : { sqlState },
   );
-  return async () => {
-    await sql`DROP TRIGGER refuse_user_change`.execute(db);
-  };
 }
 
 /** Another process takes the SQLite database's write lock until released; killed at the test's end. */
