@@ -238,11 +238,15 @@ export async function pruneRevocations(
   heldUsers: readonly string[] = [],
   stopping: Stopping = neverStopping,
 ): Promise<RetentionCount> {
-  let old = db
-    .selectFrom('revocations')
-    .select('revocation_id')
-    .where('requested_at', '<', before)
-    .where('state', 'in', ['applied', 'superseded']);
+  /** The receipts to delete, as a query of `q` (the batch's transaction reads them). */
+  const old = (q: Db) => {
+    const finished = q
+      .selectFrom('revocations')
+      .select('revocation_id')
+      .where('requested_at', '<', before)
+      .where('state', 'in', ['applied', 'superseded']);
+    return heldUsers.length > 0 ? finished.where('user_id', 'not in', heldUsers) : finished;
+  };
   let held = 0;
   if (heldUsers.length > 0) {
     const row = await db
@@ -253,16 +257,21 @@ export async function pruneRevocations(
       .where('user_id', 'in', heldUsers)
       .executeTakeFirstOrThrow();
     held = Number(row.count);
-    old = old.where('user_id', 'not in', heldUsers);
   }
-  const removed = await inBatches(async (limit) => {
-    // The batch's keys are read once, so both statements name the same receipts.
-    const ids = (await old.limit(limit).execute()).map((row) => row.revocation_id);
-    if (ids.length === 0) return 0;
-    await db.deleteFrom('revocation_nodes').where('revocation_id', 'in', ids).execute();
-    const result = await db.deleteFrom('revocations').where('revocation_id', 'in', ids).executeTakeFirst();
-    return Number(result.numDeletedRows);
-  }, stopping);
+  const removed = await inBatches(
+    // One transaction per batch: a receipt goes with its node rows or not at all (one left
+    // without them would read as having waited for no node).
+    (limit) =>
+      db.transaction().execute(async (trx) => {
+        // The batch's keys are read once, so both statements name the same receipts.
+        const ids = (await old(trx).limit(limit).execute()).map((row) => row.revocation_id);
+        if (ids.length === 0) return 0;
+        await trx.deleteFrom('revocation_nodes').where('revocation_id', 'in', ids).execute();
+        const result = await trx.deleteFrom('revocations').where('revocation_id', 'in', ids).executeTakeFirst();
+        return Number(result.numDeletedRows);
+      }),
+    stopping,
+  );
   return { removed, held };
 }
 

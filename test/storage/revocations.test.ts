@@ -1,13 +1,14 @@
 // Receipts listed newest first; for a key limited to some profiles, the database picks the
 // receipts it may see (every configuration taken away in its profiles, and at least one), so a
 // key that may see a few of many receipts gets them in one statement per page rather than every
-// receipt read and judged in the portal.
+// receipt read and judged in the portal. Old receipts go with their node rows, or not at all.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { asNodeNumber, asProfileId, asUserId, type ProfileId } from '../../src/shared/ids.js';
 import type { Db } from '../../src/storage/database.js';
 import { insertRevocationNodes } from '../../src/storage/revocation-nodes.js';
-import { insertRevocation, listRevocations } from '../../src/storage/revocations.js';
+import { insertRevocation, listRevocations, pruneRevocations } from '../../src/storage/revocations.js';
+import { refuseWrites } from '../support/refusing-trigger.js';
 import { startTestPortal } from '../support/test-portal.js';
 
 const AT = '2026-11-30T12:00:00+00:00';
@@ -56,4 +57,21 @@ test('a key limited to some profiles gets, newest first, only the receipts wholl
   );
   assert.deepEqual(await ids([]), [], 'no profile: nothing');
   assert.equal((await ids(undefined, 1000)).length, 299, 'every receipt, r004 too, for a key without limits');
+});
+
+test('a housekeeping batch of old receipts that fails half-way deletes neither the receipts nor their node rows', async (t) => {
+  const portal = await startTestPortal();
+  t.after(portal.close);
+  const { db } = portal.portal.ctx;
+  await receipt(db, 'r001', ['employees', 'guests']);
+  await db.updateTable('revocations').set({ state: 'applied', applied_at: AT }).execute();
+  // The receipts' own statement fails (as one past its time limit would), after the node rows' went.
+  const allow = await refuseWrites(db, 'refuse_receipt_delete', 'DELETE', 'revocations', 'receipts stay today');
+  await assert.rejects(pruneRevocations(db, '2027-01-01T00:00:00+00:00'), /receipts stay today/);
+  const nodeRows = async () => (await db.selectFrom('revocation_nodes').select('connection_id').execute()).length;
+  assert.equal(await nodeRows(), 2, 'the receipt keeps what it waited for');
+
+  await allow();
+  assert.deepEqual(await pruneRevocations(db, '2027-01-01T00:00:00+00:00'), { removed: 1, held: 0 });
+  assert.equal(await nodeRows(), 0);
 });
