@@ -2,13 +2,14 @@
 // their own time zone, as a clock on the wall shows it, not ISO 8601 in UTC. The console's
 // script names the browser's zone in a hidden `tz` field; the server turns a time without an
 // offset into UTC in that zone (UTC without the script) and the page shows the conversion, so
-// nobody searches the wrong hour unknowingly. A time with an offset or `Z` is taken as it is. A
+// nobody searches the wrong hour unknowingly. A time with an offset, `Z`, `UTC` or `GMT` is taken
+// as it is (written as the Admin API reads it: `2026-03-01 14:03:07 UTC` as `…T14:03:07Z`). A
 // wall time the zone's clocks show twice (the hour a daylight saving time ends) or never (the hour
 // they skip) names no single moment: it is refused, asking for the offset, not read as a guess.
 
 /** A time as typed, and what the search used. */
 export interface ConsoleTime {
-  /** What goes to the Admin API: the typed text when it had an offset, else the UTC moment (ISO 8601, `Z`). */
+  /** What goes to the Admin API: the typed time with its offset when it had one, else the UTC moment (ISO 8601, `Z`). */
   readonly value: string;
   /** Set when the text had no offset: the zone it was read in, for the page to show. */
   readonly readIn: string | null;
@@ -17,6 +18,11 @@ export interface ConsoleTime {
 }
 
 const WALL_CLOCK = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2}))?$/;
+/**
+ * A time with its zone as abuse reports and logs write it (`2026-03-01 14:03:07 UTC`,
+ * `2026-03-01 14:03:07 +0100`, `…Z`): the date, the time, and `Z`, `UTC`, `GMT` or an offset.
+ */
+const WITH_ZONE = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)\s*(Z|UTC|GMT|[+-]\d{2}(?::?\d{2})?)$/i;
 
 /** The IANA zone the browser named, if this runtime knows it; else UTC. */
 export function knownZone(zone: string | undefined): string {
@@ -32,6 +38,9 @@ export function knownZone(zone: string | undefined): string {
 /** A typed time; text that is no wall-clock time is passed on for the Admin API to judge (and refuse). */
 export function readConsoleTime(text: string, zone: string): ConsoleTime {
   const trimmed = text.trim();
+  const zoned = WITH_ZONE.exec(trimmed);
+  // Taken as it is, written as the Admin API reads it: `T`, and `Z` or `+01:00`.
+  if (zoned !== null) return { value: `${zoned[1]}T${zoned[2]}${isoOffset(zoned[3] ?? 'Z')}`, readIn: null };
   const match = WALL_CLOCK.exec(trimmed);
   if (match === null) return { value: trimmed, readIn: null };
   const [year, month, day, hour, minute, second] = match.slice(1).map((part) => Number(part ?? '0')) as [
@@ -76,6 +85,13 @@ function momentsShowing(wall: number, zone: string): number[] {
 }
 
 const DAY_MS = 86_400_000;
+
+/** `Z`, `UTC` or `GMT` as `Z`; `+0100` and `+01` as `+01:00`. */
+function isoOffset(zone: string): string {
+  if (/^(z|utc|gmt)$/i.test(zone)) return 'Z';
+  const digits = zone.slice(1).replace(':', '');
+  return `${zone[0]}${digits.slice(0, 2)}:${digits.slice(2) || '00'}`;
+}
 
 /** An offset as ISO 8601 writes it: `+02:00`. */
 function offsetText(offset: number): string {

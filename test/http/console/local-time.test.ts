@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { knownZone, readConsoleTime } from '../../../src/http/console/local-time.js';
+import { param } from '../../../src/protocol/admin-api-params.js';
 
 test('a wall-clock time is read in the browser’s zone, also across a daylight saving change, and one with an offset as it is', () => {
   assert.deepEqual(readConsoleTime('2026-11-28 07:30', 'Europe/Amsterdam'), {
@@ -25,6 +26,18 @@ test('a wall-clock time is read in the browser’s zone, also across a daylight 
     { value: 'yesterday', readIn: null },
     'left to the API to refuse',
   );
+});
+
+test('a time written with its zone, as abuse reports and logs write it, is taken as it is, in the form the API reads', () => {
+  const asTyped = (typed: string) => readConsoleTime(typed, 'Europe/Amsterdam');
+  assert.deepEqual(asTyped('2026-03-01 14:03:07 UTC'), { value: '2026-03-01T14:03:07Z', readIn: null });
+  assert.equal(asTyped('2026-03-01 14:03:07Z').value, '2026-03-01T14:03:07Z');
+  assert.equal(asTyped('2026-03-01T14:03:07 GMT').value, '2026-03-01T14:03:07Z');
+  assert.equal(asTyped('2026-03-01 14:03:07 +0100').value, '2026-03-01T14:03:07+01:00');
+  assert.equal(asTyped('2026-03-01 14:03 -05').value, '2026-03-01T14:03-05:00');
+  assert.equal(asTyped('2026-03-01 14:03:07.250 utc').value, '2026-03-01T14:03:07.250Z');
+  for (const typed of ['2026-03-01 14:03:07 UTC', '2026-03-01 14:03 -05', '2026-03-01 14:03:07.250 utc'])
+    assert.ok(param.timestamp.safeParse(asTyped(typed).value).success, `${typed}: the Admin API takes it`);
 });
 
 test('a wall-clock time no clock shows (30 February, 24:30, minute 75) is left to the API to refuse, not read as another', () => {
