@@ -85,7 +85,16 @@ export async function runImportCommand(args: readonly string[], output: ImportOu
     };
     const progress = progressReporter(output.progress);
     if (dryRun) {
-      const plan = await planEduVpnImport(ctx, deployment, progress.report);
+      let plan: Awaited<ReturnType<typeof planEduVpnImport>>;
+      try {
+        plan = await planEduVpnImport(ctx, deployment, progress.report);
+      } catch (error) {
+        progress.end();
+        // A row eduVPN's database has that cannot be read as it is: one line naming it.
+        if (!(error instanceof EduVpnReadError)) throw error;
+        output.printError(`dry run stopped: ${error.message}`);
+        return 1;
+      }
       progress.end();
       printPlan(plan, output.print);
       return plan.conflictCount > 0 ? 1 : 0;
@@ -95,8 +104,9 @@ export async function runImportCommand(args: readonly string[], output: ImportOu
       outcome = await importEduVpn(ctx, deployment, progress.report);
     } catch (error) {
       progress.end();
-      // The kinds before it are in; a new run goes on from there.
-      if (!(error instanceof ImportConflictWhileWriting)) throw error;
+      // The kinds before it are in; a new run goes on from there. A row that cannot be read
+      // (found while planning, before anything is written, or while writing) is named in one line.
+      if (!(error instanceof ImportConflictWhileWriting || error instanceof EduVpnReadError)) throw error;
       output.printError(`import stopped: ${error.message}`);
       return 1;
     }

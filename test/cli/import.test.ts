@@ -11,6 +11,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
+import { sql } from 'kysely';
 import {
   eduVpnDatabaseOfPass,
   writeEduVpnDeployment,
@@ -286,6 +287,30 @@ test('a portal whose own keys differ refuses the import, lists the conflicts and
   assert.match(run.stdout, /OpenVPN CA here is another key than eduVPN's/);
   assert.match(run.stderr, /import refused: \d+ conflicts/);
   assert.deepEqual(await portal.admin.users(), []);
+});
+
+test("a row eduVPN's database has that cannot be read is named in one line, by the dry run and the import, and nothing is written", async (t) => {
+  const { deployment, configFile, database } = await setUp(t);
+  // A hand edit gave a configuration an expiry on a day the calendar does not have.
+  const eduVpn = connectDatabase(parseDatabaseLocation(deployment.location.database, '/'));
+  try {
+    await sql`UPDATE wg_peers SET expires_at = '2027-02-30T10:00:00+00:00'`.execute(eduVpn);
+  } finally {
+    await eduVpn.destroy();
+  }
+  for (const [args, stopped] of [
+    [importArgs(deployment, configFile, '--dry-run'), 'dry run stopped'],
+    [importArgs(deployment, configFile), 'import stopped'],
+  ] as const) {
+    const run = await runCli([...args]);
+    assert.equal(run.code, 1, run.stderr);
+    const lines = run.stderr.trim().split('\n');
+    assert.equal(lines.length, 1, run.stderr);
+    assert.match(lines[0] ?? '', new RegExp(`^${stopped}: .*wg_peers.*expires_at`));
+  }
+  const portal = await startTestPortal({ database, config: { ProfileList: PROFILE_LIST } });
+  t.after(() => portal.close());
+  assert.deepEqual(await portal.admin.users(), [], 'the import found the row while planning: nothing was written');
 });
 
 test('a mistake on the command line is a usage error', async (t) => {
