@@ -858,10 +858,18 @@ function notOneText(value: unknown): string {
   return Array.isArray(value) ? 'give it once' : 'not UTF-8 text';
 }
 
+/**
+ * A startIndex or count the portal reads at most: past any list it holds, and an offset every
+ * database takes (a number of 20 digits is no integer to PostgreSQL's OFFSET).
+ */
+const MAX_LIST_NUMBER = 999_999_999;
+
 function positiveInteger(value: unknown, name: string, fallback: number, least = 1): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'string' || !/^-?\d{1,9}$/.test(value))
+  if (typeof value !== 'string' || !/^-?\d+$/.test(value))
     throw new ScimProblem(400, 'invalidValue', `${name}: a whole number`);
-  // RFC 7644 §3.4.2.4: a startIndex below 1 is read as 1, a negative count as 0.
-  return Math.max(Number(value), least);
+  // RFC 7644 §3.4.2.4: a startIndex below 1 is read as 1, a negative count as 0; a larger one
+  // than the portal reads is still a whole number (count=2147483647 asks for everything, and
+  // gets a full page), not a 400 that fails the client's whole sync.
+  return Math.min(Math.max(Number(value), least), MAX_LIST_NUMBER);
 }

@@ -274,7 +274,7 @@ test('a userName or displayName of 255 characters is taken, each character count
   );
 });
 
-test('lists are paged by startIndex (from 1) and count, in userName order, with the total; a startIndex below 1 is 1, a negative count 0', async (t) => {
+test('lists are paged by startIndex (from 1) and count, in userName order, with the total; a startIndex below 1 is 1, a negative count 0, and a huge one is no error', async (t) => {
   const portal = await startTestPortal();
   t.after(() => portal.close());
   const scim = scimClient(portal, await makeAdminKey(portal, 'okta', { scope: 'scim' }));
@@ -300,6 +300,15 @@ test('lists are paged by startIndex (from 1) and count, in userName order, with 
   // RFC 7644 §3.4.2.4: a startIndex below 1 is read as 1, a negative count as 0.
   assert.deepEqual(await page('startIndex=-3&count=2'), [5, 1, 2, ['ada', 'eve']]);
   assert.deepEqual(await page('count=-1'), [5, 1, 0, []]);
+  // A count or startIndex of any size is a whole number too: a client asking for "everything"
+  // gets a full page, one paging past the end an empty list, never a 400 that fails its sync.
+  assert.deepEqual(await page('count=2147483647'), [5, 1, 5, ['ada', 'eve', 'ivan', 'olga', 'uma']]);
+  assert.deepEqual(await page('count=99999999999999999999'), [5, 1, 5, ['ada', 'eve', 'ivan', 'olga', 'uma']]);
+  assert.deepEqual(await page('count=-99999999999999999999'), [5, 1, 0, []]);
+  assert.deepEqual(await page('startIndex=-99999999999999999999&count=1'), [5, 1, 1, ['ada']]);
+  assert.deepEqual(await page('startIndex=99999999999999999999'), [5, 999_999_999, 0, []]);
+  const groups = await scim.send('GET', 'Groups?startIndex=4294967297&count=4294967297');
+  assert.equal(groups.status, 200, JSON.stringify(groups.body));
   assert.deepEqual(await page(`filter=${encodeURIComponent('externalId eq "x-olga"')}`), [1, 1, 1, ['olga']]);
   assert.deepEqual(await page(`filter=${encodeURIComponent('USERNAME EQ "eve"')}`), [1, 1, 1, ['eve']]);
 });
