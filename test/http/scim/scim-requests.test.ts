@@ -313,6 +313,32 @@ test('lists are paged by startIndex (from 1) and count, in userName order, with 
   assert.deepEqual(await page(`filter=${encodeURIComponent('USERNAME EQ "eve"')}`), [1, 1, 1, ['eve']]);
 });
 
+test('a DELETE sent with a Content-Type and no body, as some clients send every request, deletes the User and the Group', async (t) => {
+  const portal = await startTestPortal({ config: { scim: { groupProfiles: { Staff: ['employees'] } } } });
+  t.after(() => portal.close());
+  const key = await makeAdminKey(portal, 'okta', { scope: 'scim' });
+  const scim = scimClient(portal, key);
+  const erin = await scim.send('POST', 'Users', { userName: 'erin' });
+  const erinId = String(erin.body?.['id']);
+  assert.equal((await portal.post('/create', { user_id: 'erin', profile_id: 'employees' })).status, 200);
+  const group = await scim.send('POST', 'Groups', { displayName: 'Staff', members: [{ value: erinId }] });
+  const groupId = String(group.body?.['id']);
+  const bodiless = (path: string, contentType: string) =>
+    fetch(`${scim.base}${path}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${key}`, 'content-type': contentType },
+    });
+
+  const groupGone = await bodiless(`Groups/${groupId}`, 'application/scim+json');
+  assert.equal(groupGone.status, 204, await groupGone.text());
+  const userGone = await bodiless(`Users/${erinId}`, 'application/json; charset=utf-8');
+  assert.equal(userGone.status, 204, await userGone.text());
+  assert.deepEqual(await portal.admin.users(), [], 'erin is destroyed, her configuration with her');
+  assert.equal((await scim.send('GET', `Groups/${groupId}`)).status, 404);
+  // A change that needs a body still needs one.
+  assertScimError(await scim.send('POST', 'Users', ''), 400, 'invalidSyntax', 'the request body is not JSON');
+});
+
 test("a filter's value is read as a JSON string: escaped quotes and backslashes find what they name, a malformed escape is invalidFilter", async (t) => {
   const portal = await startTestPortal();
   t.after(() => portal.close());
