@@ -858,7 +858,7 @@ export const portalConfigSchema = z.strictObject({
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
     .default('info')
     .describe(
-      'The pino level. Start (`admin API at …`, `metrics at …`) and stop (`stopping the portal`, `portal stopped`) are logged at info; one line per request (`request answered`, method, URL, status, time) only at debug, the URL without the values of sign-in secrets (`code`, `state`, `session_state`, `id_token`, `access_token`, `token` show as `***`: the console’s OpenID callback carries a one-time code).',
+      'The pino level. Start (`admin API at …`, `metrics at …`) and stop (`stopping the portal`, `portal stopped`) are logged at info; one line per request (`request answered`, method, URL, status, time) only at debug, the URL without the values of sign-in secrets (`code`, `state`, `session_state`, `id_token`, `access_token`, `token` show as `***`: the console’s OpenID callback carries a one-time code; so does `enrollment_token`, a device’s secret).',
     ),
   sessionExpiry: isoDuration
     .default('P90D')

@@ -141,8 +141,20 @@ class DebugRequestLog extends LogController {
   }
 }
 
-/** Query parameters whose values are secrets of a sign-in (an OpenID callback's one-time code and state). */
-const SECRET_QUERY_PARAMETERS = new Set(['code', 'state', 'session_state', 'id_token', 'access_token', 'token']);
+/**
+ * Query parameters whose values are secrets: those of a sign-in (an OpenID callback's one-time
+ * code and state), and an enrollment token that a device's script put in the URL of `enroll`
+ * instead of its form (refused, but its URL is still this line's).
+ */
+const SECRET_QUERY_PARAMETERS = new Set([
+  'code',
+  'state',
+  'session_state',
+  'id_token',
+  'access_token',
+  'token',
+  'enrollment_token',
+]);
 
 /** The request's path and query as logged: the values of sign-in secrets replaced by `***`. */
 function withoutSecretValues(url: string): string {

@@ -2,7 +2,7 @@
 // uses every kind of call (right and wrong tokens and admin keys, errors, a node that is down, a
 // create kept for retries), and finds neither the Admin API secret, nor an admin key, nor a
 // client's private key, nor a node's keys, nor the pepper or the answer key in the output,
-// nor (on PostgreSQL) the database password.
+// nor an enrollment token a device put in a URL, nor (on PostgreSQL) the database password.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -88,4 +88,31 @@ test('at trace level the log holds no Admin API secret, admin key, client privat
     assert.equal(log.includes(password), false, 'the database password is in the log');
     assert.match(log, /database postgres:\/\/[^:]+:\*\*\*@/, 'the log names the database with its password masked');
   }
+});
+
+test('at trace level an enrollment token a device put in the URL of enroll is not in the log', async (t) => {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(chunk.toString('utf8'));
+      done();
+    },
+  });
+  const portal = await startTestPortal({ logger: createLogger('trace', sink) });
+  t.after(() => portal.close());
+  const made = await portal.post('/enrollment_token', { user_id: 'alice', profile_id: 'employees' });
+  assert.equal(made.status, 200, made.text);
+  const { enrollment_token: token } = made.json() as { enrollment_token: string };
+  // A script that sends the form's fields in the query string: refused, for want of the post
+  // parameter, but its URL is what a request's log line names.
+  const enrollUrl = `${portal.portal.url}${portal.portal.ctx.config.basePath}/enroll`;
+  const query = new URLSearchParams({ enrollment_token: token, public_key: 'x' });
+  const refused = await portal.request(`${enrollUrl}?${query}`, { method: 'POST', body: new URLSearchParams() });
+  assert.equal(refused.status, 400, refused.text);
+
+  const log = lines.join('');
+  assert.match(log, /request answered/);
+  assert.match(log, /enrollment_token=\*\*\*/, 'the parameter is named, its value masked');
+  assert.equal(log.includes(token), false, 'the enrollment token is in the log');
+  assert.equal(log.includes(token.slice(0, 40)), false, 'part of the enrollment token is in the log');
 });
