@@ -189,7 +189,8 @@ export interface Enrollment {
 /**
  * A device redeems a token: its configuration, for the token's user and profile, made with
  * the device's own key. An unknown, expired, used-up or revoked token is refused (410) and
- * changes nothing; so is one whose user was disabled (which revoked it) or destroyed (which deleted it).
+ * changes nothing; so is one whose user was disabled (which revoked it) or destroyed (which deleted it),
+ * and one whose profile is no longer in the configuration (its use kept, should the profile return).
  */
 export async function redeemEnrollmentToken(ctx: PortalContext, enrollment: Enrollment): Promise<IssuedConfiguration> {
   const tokenId = enrollmentTokenId(enrollment.token);
@@ -212,6 +213,10 @@ export async function redeemEnrollmentToken(ctx: PortalContext, enrollment: Enro
   if (stored === undefined || !matches)
     throw new PortalError('gone', 'unknown enrollment token: it never existed, or its user was destroyed');
   assertUsable(stored, ctx.clock.now());
+  // A profile taken out of the configuration since: refused as any token the device cannot use,
+  // not with create's 404, which names every profile there is to whoever holds a token.
+  if (!ctx.config.profiles.some((profile) => profile.profileId === stored.profileId))
+    throw new PortalError('gone', "the enrollment token's profile is no longer offered");
   return createConfiguration(ctx, {
     userId: stored.userId,
     profileId: stored.profileId,
