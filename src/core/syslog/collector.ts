@@ -42,6 +42,14 @@ const CONNECT_TIMEOUT_MS = 10_000;
  * slowly, takes something well within it.
  */
 export const STALL_MS = 30_000;
+/**
+ * A stalled connection whose collector's host still accepts connections (a collector stopped or
+ * overloaded) is ended gracefully: what its system holds goes first, then the next connection
+ * opens, so the collector never reads two connections side by side and out of order. It is
+ * given this many stall times to hand that over (a flow a firewall dropped never does) before
+ * it is cut and the next connection opens anyway.
+ */
+const STALLED_CLOSE_STALLS = 10;
 
 /** Times a test may shorten. */
 export interface SyslogCollectorTiming {
@@ -75,6 +83,8 @@ interface LinkEvents {
    * the process, oldest first; `stalled`: closed for taking nothing within the stall time.
    */
   down(error: Error | null, unsent?: readonly string[], stalled?: boolean): void;
+  /** The link took nothing within the stall time: it takes no more and closes (`down` follows). */
+  stalled(reason: Error): void;
   /** The link can take the next message. */
   ready(): void;
   sent(): void;
@@ -206,6 +216,7 @@ export class SyslogCollector {
     const events: LinkEvents = {
       up: (link) => this.#up(link),
       down: (error, unsent, stalled) => this.#down(error, unsent, stalled),
+      stalled: (reason) => this.#stalledLink(reason),
       ready: () => this.#pump(),
       sent: () => this.#wasSent(),
       sendFailed: (error) => {
@@ -255,6 +266,16 @@ export class SyslogCollector {
     this.#pump();
   }
 
+  /** Down from the stall on, though its connection still closes: messages queue for the next. */
+  #stalledLink(reason: Error): void {
+    this.#stalled = true;
+    if (!this.#away && !this.#closed)
+      this.#logger.warn(
+        `syslog collector stalled: ${messageOf(reason)}; messages queue (up to ${this.#config.queueSize}) until it has read what it was sent`,
+      );
+    this.#away = true;
+  }
+
   #down(error: Error | null, unsent: readonly string[] = [], stalled = false): void {
     const wasUp = this.#link !== null;
     this.#link = null;
@@ -289,7 +310,9 @@ function openLink(config: SyslogCollectorConfig, events: LinkEvents, stallMs: nu
  * TCP or TLS: each message framed; the next waits while the socket's buffer is full. A message
  * counts as sent once the system took all of it; what a broken connection still held in the
  * process (its buffer, up to a message past the high-water mark) goes back to the queue. A
- * connection that takes nothing of what the process holds for `stallMs` is ended as a stall.
+ * connection that takes nothing of what the process holds for `stallMs` is ended as a stall:
+ * gracefully while the collector's host accepts connections (see STALLED_CLOSE_STALLS), at once
+ * when it does not (its host gone: what its system holds is lost either way).
  */
 function openStreamLink(
   config: Extract<SyslogCollectorConfig, { transport: 'tcp' | 'tls' }>,
@@ -338,9 +361,11 @@ function openStreamLink(
   // Checked a few times a stall time: a stall is noticed within 1.25 times it.
   const stallCheck = setInterval(
     () => {
-      if (!connected || unflushed.length === 0 || elapsedSince(progressAt) < stallMs) return;
+      if (stalled || !connected || unflushed.length === 0 || elapsedSince(progressAt) < stallMs) return;
       stalled = true;
-      socket.destroy(new Error(`the collector took nothing for ${Math.round(stallMs / 1000)} s`));
+      const reason = new Error(`the collector took nothing for ${Math.round(stallMs / 1000)} s`);
+      events.stalled(reason);
+      endStalled(socket, config, reason, stallMs);
     },
     Math.max(50, Math.floor(stallMs / 4)),
   );
@@ -365,6 +390,40 @@ function openStreamLink(
     connected = false;
     clearInterval(stallCheck);
     events.down(failure, unflushed.splice(0), stalled);
+  });
+}
+
+/**
+ * Ends a stalled connection: no more writes, and the end follows what the process and its system
+ * hold, while the collector's host takes connections (for at most STALLED_CLOSE_STALLS stall
+ * times); cut at once when it takes none.
+ */
+function endStalled(
+  socket: Socket,
+  config: Extract<SyslogCollectorConfig, { transport: 'tcp' | 'tls' }>,
+  reason: Error,
+  stallMs: number,
+): void {
+  socket.end();
+  void hostAnswers(config).then((answers) => {
+    if (!answers) return socket.destroy(new Error(`${reason.message}, and its host takes no connection`));
+    if (socket.destroyed) return;
+    const giveUp = setTimeout(() => socket.destroy(reason), STALLED_CLOSE_STALLS * stallMs);
+    socket.once('close', () => clearTimeout(giveUp));
+  });
+}
+
+/** Whether the collector's host takes a TCP connection now (closed at once, nothing sent). */
+function hostAnswers(config: Extract<SyslogCollectorConfig, { transport: 'tcp' | 'tls' }>): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = connectTcp({ host: config.host, port: config.port });
+    const done = (answers: boolean) => {
+      probe.destroy();
+      resolve(answers);
+    };
+    probe.setTimeout(CONNECT_TIMEOUT_MS, () => done(false));
+    probe.once('connect', () => done(true));
+    probe.once('error', () => done(false));
   });
 }
 

@@ -10,7 +10,8 @@
 // broken connection still held in the process goes first on the next.
 // A collector connected but reading nothing is a stall its dropped messages are logged once for;
 // one that takes none of what the process holds within the stall time is down, its connection
-// ended and its messages sent once it reads again (a real rsyslog stopped with SIGSTOP).
+// ended and its messages sent once it reads again (a real rsyslog stopped with SIGSTOP), in the
+// order they were sent.
 import assert from 'node:assert/strict';
 import { channel } from 'node:diagnostics_channel';
 import { once } from 'node:events';
@@ -385,7 +386,7 @@ test('over TCP a message sent as the collector ends the connection is not writte
   assert.deepEqual(connections, ['m0\n', 'm1\n']);
 });
 
-test('over TCP a collector that takes nothing for the stall time is down within it, and gets every message once it reads again', async (t) => {
+test('over TCP a collector that takes nothing for the stall time is down within it, and gets every message once it reads again, in order', async (t) => {
   const rsyslog = await startRsyslog();
   const logged: string[] = [];
   const stallMs = 2_000;
@@ -438,6 +439,17 @@ test('over TCP a collector that takes nothing for the stall time is down within 
   );
   await until('the collector is up with an empty queue', async () => tcp.state.up && tcp.state.queued === 0, 20_000);
   assert.ok(logged.some((line) => line.includes('syslog collector reachable again; it took the queue')));
+  // Its host took connections all along: the stalled one closed once it had handed over what
+  // its system held, before the next opened, so rsyslog read them one after the other.
+  const order = rsyslog
+    .received()
+    .map((message) => Number(/^s(\d+)-/.exec(message.sd['vpnSession@32473']?.['user_id'] ?? '')?.[1]));
+  const firstOutOfOrder = order.findIndex((sent, index) => index > 0 && sent < (order[index - 1] ?? 0));
+  assert.equal(
+    firstOutOfOrder,
+    -1,
+    `in the order sent: ${order.slice(firstOutOfOrder - 3, firstOutOfOrder + 3).join(', ')}`,
+  );
 });
 
 test('rsyslog receives whole, over TCP and UDP, the parts of a NAT change of 1,024 scattered public addresses and a session message of the longest values', async (t) => {
@@ -481,4 +493,54 @@ test('rsyslog receives whole, over TCP and UDP, the parts of a NAT change of 1,0
       `${transport}: the text to its end`,
     );
   }
+});
+
+test('a stalled connection is cut at once when its host takes no more connections, and after ten stall times when it takes them but the collector never reads', async (t) => {
+  const stallMs = 400;
+  /** How long after the collector went down its stalled connection closed. */
+  const closedAfterStall = async (hostGone: boolean): Promise<number> => {
+    // A collector that takes the connection and reads nothing.
+    const server = createServer({ pauseOnConnect: true });
+    const accepted: Socket[] = [];
+    server.on('connection', (socket) => accepted.push(socket));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    t.after(() => {
+      server.close();
+      for (const socket of accepted) socket.destroy();
+    });
+    // The collector's own socket: the first it opens (a probe comes later).
+    const clientSockets = channel('net.client.socket');
+    const first = new Promise<Socket>((resolve) => {
+      const onSocket = (message: unknown): void => {
+        clientSockets.unsubscribe(onSocket);
+        resolve((message as { socket: Socket }).socket);
+      };
+      clientSockets.subscribe(onSocket);
+    });
+    const tcp = collector(
+      { ...common, transport: 'tcp', framing: 'newline', port: (server.address() as AddressInfo).port, queueSize: 3 },
+      [],
+      { stallMs },
+    );
+    t.after(() => tcp.close(0));
+    const message = 'x'.repeat(64 * 1024);
+    tcp.send(message);
+    const link = await first;
+    const closed = new Promise<number>((resolve) => link.once('close', () => resolve(performance.now())));
+    await until('the connection is up', async () => tcp.state.up);
+    while (tcp.state.queued === 0) tcp.send(message);
+    // Gone: its host refuses connections from now on (the one it took stays half-open).
+    if (hostGone) server.close();
+    await until('the stalled collector is down', async () => !tcp.state.up, 4 * stallMs);
+    const downAt = performance.now();
+    return (await closed) - downAt;
+  };
+  const gone = await closedAfterStall(true);
+  assert.ok(gone < 3 * stallMs, `cut at once: ${Math.round(gone)} ms`);
+  const reading = await closedAfterStall(false);
+  assert.ok(
+    reading >= 9 * stallMs && reading < 14 * stallMs,
+    `given ten stall times to hand over what it holds: ${Math.round(reading)} ms`,
+  );
 });
