@@ -143,17 +143,32 @@ async function changeDirectoryUser(
   const at = ctx.clock.now();
   const readAt = readTimeNow(ctx);
   const revocationId = newRevocationId(ctx);
-  const { userId, ended, enabled } = await ctx.events.change(ctx.db, async (trx, announce) => {
+  const { userId, ended, enabled, refused } = await ctx.events.change(ctx.db, async (trx, announce) => {
     const current = await lockScimUser(trx, scimId);
     if (current === undefined) throw noSuchScimUser(scimId);
     const input = await inputOf(viewOf(current));
     // The same name in another case is the same userName (RFC 7643): the user id stays as it is.
-    if (scimUserNameKey(input.userName) !== scimUserNameKey(current.userId))
-      throw new ScimProblem(
-        400,
-        'mutability',
-        `userName is the user id on this portal ("${current.userId}") and cannot change; delete the user and create it again`,
-      );
+    if (scimUserNameKey(input.userName) !== scimUserNameKey(current.userId)) {
+      const why = `userName is the user id on this portal ("${current.userId}") and cannot change; delete the user and create it again`;
+      if (input.active !== false) throw new ScimProblem(400, 'mutability', why);
+      // A person who left is often renamed and deactivated in one request: the rename is refused,
+      // and nothing else of the request is saved, but the deactivation holds. Refused whole, the
+      // person would keep their tunnels, and every later request, still renaming, would be too.
+      const refusal = new ScimProblem(400, 'mutability', `${why} (the user is disabled, as the same request asked)`);
+      const ended = await inactiveInDirectory(ctx, trx, announce, current.userId, revocationId);
+      // The request's audit row, written with the disable: its answer, the refusal, and why.
+      if (ctx.call !== undefined)
+        await announce({
+          type: 'admin.call',
+          at,
+          call: ctx.call,
+          status: refusal.status,
+          detail: refusal.message,
+          connectionIds: [],
+          userId: current.userId,
+        });
+      return { userId: current.userId, ended, enabled: null, refused: refusal };
+    }
     await updateScimUser(trx, scimId, {
       externalId: input.externalId,
       attributes: input.attributes,
@@ -165,9 +180,11 @@ async function changeDirectoryUser(
       ended:
         input.active === false ? await inactiveInDirectory(ctx, trx, announce, current.userId, revocationId) : null,
       enabled: input.active === true ? await activeInDirectory(ctx, trx, announce, current) : null,
+      refused: null,
     };
   });
   const revocationIds = await revokeWhatEnded(ctx, userId, revocationId, ended);
+  if (refused !== null) throw refused;
   if (enabled !== null) await pushPeersOfEnabledUser(ctx, userId, enabled, readAt);
   return { user: viewOf(await existingScimUser(ctx, scimId)), revocationIds };
 }

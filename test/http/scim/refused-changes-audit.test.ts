@@ -1,13 +1,14 @@
 // A change the directory asked for and the portal refused is in the audit log, as the Admin
-// API's failed POSTs are (docs/audit-log.md): a disable refused with a 400 leaves the person's
-// tunnels running, and the administrator must be able to find out why from the portal.
+// API's failed POSTs are (docs/audit-log.md), so the administrator can find out why from the
+// portal. A deactivation in a request refused for a rename still holds: refused whole, it would
+// leave the person's tunnels running.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { auditLog, makeAdminKey } from '../../support/admin-keys.js';
 import { patchOp, scimClient } from '../../support/scim-client.js';
 import { startTestPortal } from '../../support/test-portal.js';
 
-test('a deactivation the portal refuses, because the same PATCH renames the user, is in the audit log with its status and why', async (t) => {
+test('a PATCH that renames the user and deactivates it is refused for the rename, yet the user is disabled, and the refusal is in the audit log with why', async (t) => {
   const portal = await startTestPortal();
   t.after(() => portal.close());
   const scim = scimClient(portal, await makeAdminKey(portal, 'entra', { scope: 'scim' }));
@@ -21,7 +22,10 @@ test('a deactivation the portal refuses, because the same PATCH renames the user
     patchOp({ op: 'Replace', path: 'userName', value: 'zz-alice' }, { op: 'Replace', path: 'active', value: 'False' }),
   );
   assert.equal(refused.status, 400);
-  assert.deepEqual(await portal.admin.disabledUsers(), [], 'refused: nothing changed');
+  assert.equal(refused.body?.['scimType'], 'mutability');
+  assert.deepEqual(await portal.admin.disabledUsers(), ['alice'], 'the deactivation holds: no tunnel of hers runs on');
+  const again = await scim.send('GET', `Users/${id}`);
+  assert.equal(again.body?.['userName'], 'alice', 'the rename is not saved');
 
   const rows = (await auditLog(portal))
     .filter((record) => record.keyName === 'entra')
@@ -32,7 +36,7 @@ test('a deactivation the portal refuses, because the same PATCH renames the user
       'scim PATCH /Users',
       400,
       'alice',
-      'userName is the user id on this portal ("alice") and cannot change; delete the user and create it again',
+      'userName is the user id on this portal ("alice") and cannot change; delete the user and create it again (the user is disabled, as the same request asked)',
     ],
   ]);
 });
