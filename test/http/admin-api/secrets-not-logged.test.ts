@@ -7,14 +7,15 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { createLogger } from '../../../src/portal.js';
 import { revokeAdminKey } from '../../../src/core/access/admin-keys.js';
 import { bearer, makeAdminKey, mistyped } from '../../support/admin-keys.js';
 import { parseWireGuardFile } from '../../support/wireguard-file.js';
-import { startTestPortal } from '../../support/test-portal.js';
+import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
-test('at trace level the log holds no Admin API secret, admin key, client private key or node key', async (t) => {
+/** A portal that logs everything (trace) into `lines`. */
+async function portalLoggingAll(t: TestContext): Promise<{ portal: TestPortal; lines: string[] }> {
   const lines: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -24,6 +25,11 @@ test('at trace level the log holds no Admin API secret, admin key, client privat
   });
   const portal = await startTestPortal({ logger: createLogger('trace', sink) });
   t.after(() => portal.close());
+  return { portal, lines };
+}
+
+test('at trace level the log holds no Admin API secret, admin key, client private key or node key', async (t) => {
+  const { portal, lines } = await portalLoggingAll(t);
 
   const privateKeys: string[] = [];
   for (const userId of ['alice', 'bob']) {
@@ -91,15 +97,7 @@ test('at trace level the log holds no Admin API secret, admin key, client privat
 });
 
 test('at trace level an enrollment token a device put in the URL of enroll is not in the log', async (t) => {
-  const lines: string[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(chunk.toString('utf8'));
-      done();
-    },
-  });
-  const portal = await startTestPortal({ logger: createLogger('trace', sink) });
-  t.after(() => portal.close());
+  const { portal, lines } = await portalLoggingAll(t);
   const made = await portal.post('/enrollment_token', { user_id: 'alice', profile_id: 'employees' });
   assert.equal(made.status, 200, made.text);
   const { enrollment_token: token } = made.json() as { enrollment_token: string };
