@@ -67,11 +67,8 @@ export async function observeWireGuardSessions(
     ctx,
     starting.map((peer) => peer.publicKey),
   );
-  const earliest = await earliestStarts(
-    ctx,
-    starting.filter((peer) => !open.has(peer.publicKey)),
-    configurations,
-  );
+  const fresh = starting.filter((peer) => !open.has(peer.publicKey));
+  const earliest = earliestStarts(fresh, configurations, await lastSessionEndsOf(ctx, keysOfLaterRuns(fresh)));
   for (const peer of starting) {
     const configuration = configurations.get(peer.publicKey);
     // A peer the database does not know is the reconcile's to remove, not a session.
@@ -137,10 +134,8 @@ async function missedRuns(
   if (since.length === 0) return [];
   const keys = since.map((peer) => peer.publicKey as string);
   const configurations = await configurationsOf(ctx, keys);
-  const ends = new Map<string, string>();
-  for (let start = 0; start < keys.length; start += CHUNK)
-    for (const [key, ended] of await lastSessionEnds(ctx.db, keys.slice(start, start + CHUNK))) ends.set(key, ended);
-  const earliest = await earliestStarts(ctx, since, configurations);
+  const ends = await lastSessionEndsOf(ctx, keys);
+  const earliest = earliestStarts(since, configurations, ends);
   const events: PortalEvent[] = [];
   for (const peer of since) {
     const configuration = configurations.get(peer.publicKey);
@@ -242,33 +237,46 @@ function newRunSince(session: OpenSession, peer: DaemonPeer, now: Date): Date | 
   return peer.onlineSince < now ? peer.onlineSince : now;
 }
 
-/**
- * For peers whose run began before their latest handshake: the earliest moment their new
- * session may start (epoch ms), the later of the configuration's creation and the end of the
- * connection's last session. A run the agent kept across a removal and a quick re-add (one
- * interface write), or across the 3-minute boundary the portal judged a moment earlier, would
- * otherwise date the session before its configuration existed, or inside the session before it.
- */
-async function earliestStarts(
-  ctx: PortalContext,
-  peers: readonly DaemonPeer[],
-  configurations: ReadonlyMap<string, WireGuardPeer>,
-): Promise<Map<string, number>> {
-  const keys = peers
+/** The peers whose run began before their latest handshake: those earliestStarts bounds. */
+function keysOfLaterRuns(peers: readonly DaemonPeer[]): string[] {
+  return peers
     .filter(
       (peer) =>
         peer.onlineSince !== null && peer.lastHandshakeTime !== null && peer.onlineSince < peer.lastHandshakeTime,
     )
     .map((peer) => peer.publicKey as string);
+}
+
+/**
+ * For peers whose run began before their latest handshake: the earliest moment their new
+ * session may start (epoch ms), the later of the configuration's creation and the end of the
+ * connection's last session (`ends`, by key: at least those of keysOfLaterRuns). A run the agent
+ * kept across a removal and a quick re-add (one interface write), or across the 3-minute
+ * boundary the portal judged a moment earlier, would otherwise date the session before its
+ * configuration existed, or inside the session before it.
+ */
+function earliestStarts(
+  peers: readonly DaemonPeer[],
+  configurations: ReadonlyMap<string, WireGuardPeer>,
+  ends: ReadonlyMap<string, string>,
+): Map<string, number> {
   const earliest = new Map<string, number>();
-  for (const key of keys) {
+  for (const key of keysOfLaterRuns(peers)) {
     const created = configurations.get(key)?.createdAt;
     if (created !== undefined) earliest.set(key, Date.parse(created));
-  }
-  for (let start = 0; start < keys.length; start += CHUNK)
-    for (const [key, ended] of await lastSessionEnds(ctx.db, keys.slice(start, start + CHUNK)))
+    const ended = ends.get(key);
+    if (ended !== undefined)
       earliest.set(key, Math.max(earliest.get(key) ?? Number.NEGATIVE_INFINITY, Date.parse(ended)));
+  }
   return earliest;
+}
+
+/** The end of each connection's last session in the history (ATOM), by key; none for one without. */
+async function lastSessionEndsOf(ctx: PortalContext, keys: readonly string[]): Promise<Map<string, string>> {
+  const ends = new Map<string, string>();
+  for (let start = 0; start < keys.length; start += CHUNK)
+    for (const [key, ended] of await lastSessionEnds(ctx.db, keys.slice(start, start + CHUNK))) ends.set(key, ended);
+  return ends;
 }
 
 async function configurationsOf(ctx: PortalContext, keys: readonly string[]): Promise<Map<string, WireGuardPeer>> {
