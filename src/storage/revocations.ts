@@ -238,22 +238,18 @@ export async function pruneRevocations(
   heldUsers: readonly string[] = [],
   stopping: Stopping = neverStopping,
 ): Promise<RetentionCount> {
-  /** The receipts to delete, as a query of `q` (the batch's transaction reads them). */
+  /** The finished receipts asked for before `before`, as a query of `q` (a batch's transaction). */
+  const finished = (q: Db) =>
+    q.selectFrom('revocations').where('requested_at', '<', before).where('state', 'in', ['applied', 'superseded']);
+  /** The receipts to delete: the finished ones of users no hold keeps. */
   const old = (q: Db) => {
-    const finished = q
-      .selectFrom('revocations')
-      .select('revocation_id')
-      .where('requested_at', '<', before)
-      .where('state', 'in', ['applied', 'superseded']);
-    return heldUsers.length > 0 ? finished.where('user_id', 'not in', heldUsers) : finished;
+    const ids = finished(q).select('revocation_id');
+    return heldUsers.length > 0 ? ids.where('user_id', 'not in', heldUsers) : ids;
   };
   let held = 0;
   if (heldUsers.length > 0) {
-    const row = await db
-      .selectFrom('revocations')
+    const row = await finished(db)
       .select((eb) => eb.fn.countAll<number | string>().as('count'))
-      .where('requested_at', '<', before)
-      .where('state', 'in', ['applied', 'superseded'])
       .where('user_id', 'in', heldUsers)
       .executeTakeFirstOrThrow();
     held = Number(row.count);
