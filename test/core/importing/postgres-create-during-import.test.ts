@@ -46,6 +46,31 @@ async function holdWhileWriting(records: EduVpnRecords, matches: Matcher): Promi
   return new HoldStatement((node, text) => matches(node, text) && ++seen === inPlan + 1);
 }
 
+/**
+ * Runs the import of `records` held at `hold`, lets `meanwhile` happen there, and answers the
+ * import's failure; the story fails if it succeeded.
+ */
+async function failedImport(
+  records: EduVpnRecords,
+  hold: HoldStatement,
+  meanwhile: () => Promise<void>,
+): Promise<unknown> {
+  const importing = importEduVpn({ ...ctx, db: ctx.db.withPlugin(hold) }, inMemoryDeployment(records));
+  const outcome = importing.then(
+    (done) => ({ done }),
+    (error: unknown) => ({ error }),
+  );
+  await hold.reached;
+  await meanwhile();
+  hold.release();
+  const result = await outcome;
+  assert.ok(
+    'error' in result,
+    `the import failed (it answered ${JSON.stringify('done' in result ? result.done.applied : null)})`,
+  );
+  return result.error;
+}
+
 test('a create that takes an imported configuration’s address while the import writes rolls the step back, and the next run names it', async () => {
   const records = emptyRecords();
   records.users = [eduVpnUser('ann')];
@@ -59,25 +84,14 @@ test('a create that takes an imported configuration’s address while the import
     records,
     (node, text) => node.kind === 'SelectQueryNode' && text.includes('"wg_peers"') && text.includes('"ip_six"'),
   );
-  const importing = importEduVpn({ ...ctx, db: ctx.db.withPlugin(hold) }, inMemoryDeployment(records));
-  const outcome = importing.then(
-    (done) => ({ done }),
-    (error: unknown) => ({ error }),
-  );
-  await hold.reached;
-  const created = await portal.admin.create(
-    { user_id: 'bob', profile_id: 'employees' },
-    'application/x-wireguard-profile',
-  );
-  assert.match(created.body, /Address = 10\.44\.0\.2\//, 'the create took the address of ann’s configuration');
-  hold.release();
-
-  const result = await outcome;
-  assert.ok(
-    'error' in result,
-    `the import failed (it answered ${JSON.stringify('done' in result ? result.done.applied : null)})`,
-  );
-  assert.match(String(result.error), /ImportConflictWhileWriting/);
+  const error = await failedImport(records, hold, async () => {
+    const created = await portal.admin.create(
+      { user_id: 'bob', profile_id: 'employees' },
+      'application/x-wireguard-profile',
+    );
+    assert.match(created.body, /Address = 10\.44\.0\.2\//, 'the create took the address of ann’s configuration');
+  });
+  assert.match(String(error), /ImportConflictWhileWriting/);
   assert.deepEqual(await peersWithKeys(ctx.db, [issued.publicKey]), []);
 
   // Not left as removed here: a conflict, until the administrator frees the address.
@@ -101,21 +115,10 @@ test('a create that makes a user eduVPN has disabled while the import writes the
     (node, text) =>
       node.kind === 'SelectQueryNode' && text.includes('"users"') && text.includes('"cid"') && !text.includes('"join'),
   );
-  const importing = importEduVpn({ ...ctx, db: ctx.db.withPlugin(hold) }, inMemoryDeployment(records));
-  const outcome = importing.then(
-    (done) => ({ done }),
-    (error: unknown) => ({ error }),
-  );
-  await hold.reached;
-  await portal.admin.create({ user_id: 'cid', profile_id: 'employees' }, 'application/x-wireguard-profile');
-  hold.release();
-
-  const result = await outcome;
-  assert.ok(
-    'error' in result,
-    `the import failed (it answered ${JSON.stringify('done' in result ? result.done.applied : null)})`,
-  );
-  assert.match(String(result.error), /ImportConflictWhileWriting/);
+  const error = await failedImport(records, hold, async () => {
+    await portal.admin.create({ user_id: 'cid', profile_id: 'employees' }, 'application/x-wireguard-profile');
+  });
+  assert.match(String(error), /ImportConflictWhileWriting/);
   assert.deepEqual(await peersWithKeys(ctx.db, [records.wireGuardPeers[0]?.publicKey ?? '']), []);
   const cid = (await usersWithIds(ctx.db, [asUserId('cid')])).get(asUserId('cid'));
   assert.equal(cid?.isDisabled, false, 'cid is the user the create made');
