@@ -102,6 +102,7 @@ import { scimUserNameKeys } from './migrations/0057-scim-user-name-key.js';
 import { deviceJamfEventAt } from './migrations/0058-device-jamf-event-at.js';
 import { consoleOidcSessionRules } from './migrations/0059-console-oidc-session-rules.js';
 import { radiusOutboxAddress } from './migrations/0060-radius-outbox-address.js';
+import { scimDirectoryActive } from './migrations/0061-scim-directory-active.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -176,6 +177,7 @@ const migrations: Record<string, Migration> = {
   '0058-device-jamf-event-at': deviceJamfEventAt,
   '0059-console-oidc-session-rules': consoleOidcSessionRules,
   '0060-radius-outbox-address': radiusOutboxAddress,
+  '0061-scim-directory-active': scimDirectoryActive,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

@@ -474,6 +474,11 @@ export interface ScimUsersTable {
    * differs only in case from an older one's.
    */
   user_name_key: string | null;
+  /**
+   * What the directory last said of the user's `active` (migration 0061): 1 active, 0 inactive,
+   * null not said since (an administrator may not enable a user the directory calls inactive).
+   */
+  directory_active: number | null;
 }
 
 /** A directory group (migration 0027, src/storage/scim-groups.ts). */

@@ -62,6 +62,25 @@ export async function updateScimUser(
     .execute();
 }
 
+/** Notes what the directory said of the user's `active`, in the transaction of the change that said it. */
+export async function noteDirectoryActive(db: Db, userId: UserId, active: boolean): Promise<void> {
+  await db
+    .updateTable('scim_users')
+    .set({ directory_active: active ? 1 : 0 })
+    .where('user_id', '=', userId)
+    .execute();
+}
+
+/** Whether the directory's last word on the user is `active: false` (false for a user the directory does not have). */
+export async function directoryCallsInactive(db: Db, userId: UserId): Promise<boolean> {
+  const row = await db
+    .selectFrom('scim_users')
+    .select('directory_active')
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  return row?.directory_active === 0;
+}
+
 export async function deleteScimUser(db: Db, scimId: string): Promise<void> {
   await db.deleteFrom('scim_users').where('scim_id', '=', scimId).execute();
 }

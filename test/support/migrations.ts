@@ -57,4 +57,5 @@ export const EXPECTED_MIGRATIONS = [
   '0058-device-jamf-event-at',
   '0059-console-oidc-session-rules',
   '0060-radius-outbox-address',
+  '0061-scim-directory-active',
 ] as const;
