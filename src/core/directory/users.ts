@@ -14,6 +14,7 @@ import {
   findScimUserNamed,
   insertScimUser,
   lockScimUser,
+  noteDirectoryActive,
   scimUsersPage,
   updateScimUser,
   type ScimUserWithState,
@@ -219,6 +220,7 @@ async function inactiveInDirectory(
   userId: UserId,
   revocationId: RevocationId,
 ): Promise<EndedAccess | null> {
+  await noteUnderUserLock(trx, userId, false);
   if (await disableExistingUserIfEnabled(ctx, trx, userId, DIRECTORY_DISABLER))
     return endAccessOfDisabledUser(ctx, trx, announce, userId, revocationId);
   if (await takeOverImportDisable(trx, userId, DIRECTORY_DISABLER))
@@ -251,6 +253,7 @@ async function activeInDirectory(
   announce: Announce,
   user: { readonly userId: UserId; readonly isDisabled: boolean },
 ): Promise<WireGuardPeer[] | null> {
+  await noteUnderUserLock(trx, user.userId, true);
   if (!user.isDisabled) return null;
   const peers = await enableUserInTransaction(ctx, trx, announce, user.userId, {
     onlyIfDisabledBy: DIRECTORY_DISABLER,
@@ -261,6 +264,16 @@ async function activeInDirectory(
       'the directory calls the user active, but it was not the directory that disabled it: it stays disabled',
     );
   return peers;
+}
+
+/**
+ * Keeps the directory's word on `active` with the user's row locked (PostgreSQL): an
+ * administrator's enable_user, which reads that word under the same lock, either commits before
+ * it (and a disable follows here) or reads it (and is refused).
+ */
+async function noteUnderUserLock(trx: Transaction<Database>, userId: UserId, active: boolean): Promise<void> {
+  await lockUser(trx, userId);
+  await noteDirectoryActive(trx, userId, active);
 }
 
 async function existingScimUser(ctx: PortalContext, scimId: string): Promise<ScimUserWithState> {

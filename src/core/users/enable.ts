@@ -1,12 +1,14 @@
 // POST /enable_user: the user's unexpired WireGuard configurations go back onto their nodes
 // (not those of a suspended device); OpenVPN clients may connect again (the node asks the
-// portal on every connect).
+// portal on every connect). A user the directory (SCIM) calls inactive stays disabled (409).
 import type { Transaction } from 'kysely';
 import { activePeers, stampPeersOfUser, type WireGuardPeer } from '../../storage/wg-peers.js';
 import type { Database } from '../../storage/schema.js';
 import type { PortalContext } from '../context.js';
 import type { Announce } from '../events.js';
 import { enableUserDisabledBy } from '../../storage/users.js';
+import { directoryCallsInactive } from '../../storage/scim-users.js';
+import { PortalError } from '../errors.js';
 import { setExistingUserDisabled } from './existing-user.js';
 import type { UserId } from '../../shared/ids.js';
 import { addPeersToNodes, readTimeNow, type ReadTime } from '../nodes/index.js';
@@ -44,8 +46,12 @@ export async function enableUserInTransaction(
   options: EnableOptions = {},
 ): Promise<WireGuardPeer[] | null> {
   const now = formatAtom(ctx.clock.now());
-  if (options.onlyIfDisabledBy === undefined) await setExistingUserDisabled(ctx, trx, userId, false);
-  else if (!(await enableUserDisabledBy(trx, userId, options.onlyIfDisabledBy))) return null;
+  if (options.onlyIfDisabledBy === undefined) {
+    // The update locks the user's row first: a directory's `active: false` noted under that lock
+    // committed before this read, or waits for this enable and disables the user again.
+    await setExistingUserDisabled(ctx, trx, userId, false);
+    if (await directoryCallsInactive(trx, userId)) throw directorySaysInactive();
+  } else if (!(await enableUserDisabledBy(trx, userId, options.onlyIfDisabledBy))) return null;
   await announce({ type: 'user.enabled', at: ctx.clock.now(), userId });
   const stamped = await stampPeersOfUser(trx, userId);
   // Those the nodes should have now, by the rule every reconcile pass follows (unexpired, device not suspended).
@@ -64,4 +70,15 @@ export async function pushPeersOfEnabledUser(
 ): Promise<void> {
   ctx.logger.info({ userId, configurations: peers.length }, 'user enabled');
   await addPeersToNodes(ctx, peers, 'enable_user', readAt);
+}
+
+/**
+ * The directory (SCIM) calls the person inactive: they left, whoever disabled the user first. The
+ * directory's `active: true` lets them back in; an administrator's enable alone would not last.
+ */
+function directorySaysInactive(): PortalError {
+  return new PortalError(
+    'conflict',
+    'the directory (SCIM) calls this user inactive: it can be enabled once the directory calls the person active again',
+  );
 }

@@ -85,6 +85,13 @@ function responsesOf(route: AdminRoute): Record<string, unknown> {
           '422': jsonResponse('This Idempotency-Key was used with other parameters (or another call) within 24 hours'),
         }
       : {}),
+    ...(route.path === '/enable_user'
+      ? {
+          '409': jsonResponse(
+            'A request with this Idempotency-Key is still being processed, or the directory (SCIM) calls the user inactive: it stays disabled until the directory calls the person active',
+          ),
+        }
+      : {}),
     ...(route.path === '/create'
       ? {
           '404': jsonResponse('No such profile'),

@@ -64,3 +64,50 @@ test('a user the directory calls active and then inactive at once ends disabled,
     `the peer is on the node again: ${JSON.stringify(node.log.filter((entry) => entry.key === key))}`,
   );
 });
+
+test('an administrator enabling a user while the directory calls the person inactive leaves the user disabled', async (t) => {
+  const node = await startRevisionNode(t);
+  const portal = await startPortalOnStandIn(t, node.url, { config: { reconcileInterval: 'PT1H' } });
+  await portal.reconcile();
+  const scim = scimClient(portal, await makeAdminKey(portal, 'entra', { scope: 'scim' }));
+  const made = await scim.send('POST', 'Users', {
+    schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+    userName: 'carol',
+    active: true,
+  });
+  const id = String(made.body?.['id']);
+  assert.equal((await portal.post('/create', { user_id: 'carol', profile_id: 'employees' })).status, 200);
+  const [key] = node.peers.keys();
+  assert.ok(key !== undefined, 'the configuration is on the node');
+  // An incident: an administrator disables carol, whom the directory still calls active.
+  assert.equal((await portal.post('/disable_user', { user_id: 'carol' })).status, 204);
+
+  // Carol leaves: the directory's "inactive" is held once it has found her disabled already
+  // (its disable changed no row), before it commits.
+  let disableTried = false;
+  const hold = new HoldStatement((operation, text) => {
+    if (operation.kind === 'UpdateQueryNode' && text.includes('"is_disabled"')) disableTried = true;
+    return disableTried && operation.kind === 'SelectQueryNode';
+  });
+  const ctx = portal.portal.ctx;
+  const inactive = patchDirectoryUser({ ...ctx, db: ctx.db.withPlugin(hold) }, id, async (current) => ({
+    userName: current.userName,
+    externalId: current.externalId,
+    attributes: current.attributes,
+    active: false,
+  }));
+  await hold.reached;
+  // Meanwhile the incident ends and the administrator enables carol.
+  const enable = portal.post('/enable_user', { user_id: 'carol' });
+  const answeredWhileHeld = await Promise.race([
+    enable.then(() => true),
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 1000)),
+  ]);
+  hold.release();
+  await inactive;
+
+  assert.equal(answeredWhileHeld, false, 'the enable waits for the directory’s change to commit');
+  assert.equal((await enable).status, 409, (await enable).text);
+  assert.deepEqual(await portal.admin.disabledUsers(), ['carol'], 'the person who left stays out');
+  assert.ok(!node.peers.has(key), 'carol’s peer stays off the node');
+});

@@ -42,3 +42,33 @@ test('the directory calling a user active does not enable one an administrator d
   assert.equal(back.body?.['active'], true);
   assert.deepEqual(await portal.admin.disabledUsers(), []);
 });
+
+test('a person the directory calls inactive is not let back in by an administrator, whoever disabled them first', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const scim = scimClient(portal, await makeAdminKey(portal, 'entra', { scope: 'scim' }));
+  const created = await scim.send('POST', 'Users', okta(true));
+  const id = String(created.body?.['id']);
+  assert.equal((await portal.post('/create', { user_id: 'mallory', profile_id: 'employees' })).status, 200);
+
+  // An incident: the administrator disables mallory. Then mallory leaves, and the directory says so.
+  assert.equal((await portal.post('/disable_user', { user_id: 'mallory' })).status, 204);
+  await scim.send('PATCH', `Users/${id}`, patchOp({ op: 'replace', path: 'active', value: false }));
+  // The incident is over; the administrator enables the users they disabled.
+  const enable = await portal.post('/enable_user', { user_id: 'mallory' });
+  assert.equal(enable.status, 409, enable.text);
+  assert.match(enable.text, /"error":"the directory \(SCIM\) calls this user inactive/);
+  assert.deepEqual(await portal.admin.disabledUsers(), ['mallory'], 'the person who left stays out');
+
+  // Mallory comes back: the directory calls them active. The administrator's disable still holds
+  // until the administrator lifts it, which now goes through.
+  await scim.send('PATCH', `Users/${id}`, patchOp({ op: 'replace', path: 'active', value: true }));
+  assert.deepEqual(await portal.admin.disabledUsers(), ['mallory']);
+  assert.equal((await portal.post('/enable_user', { user_id: 'mallory' })).status, 204);
+  assert.deepEqual(await portal.admin.disabledUsers(), []);
+
+  // Mallory leaves for good: the directory disables them itself, and no administrator's enable undoes it.
+  await scim.send('PUT', `Users/${id}`, okta(false));
+  assert.equal((await portal.post('/enable_user', { user_id: 'mallory' })).status, 409);
+  assert.deepEqual(await portal.admin.disabledUsers(), ['mallory']);
+});
