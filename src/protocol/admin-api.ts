@@ -625,7 +625,9 @@ export const enrollmentTokenInfoSchema = z.object({
   expires_in: z.string().nullable().describe("the configuration's lifetime; null: sessionExpiry"),
   uses: z.int(),
   uses_left: z.int(),
-  state: z.enum(['usable', 'used-up', 'expired', 'revoked']),
+  state: z
+    .enum(['usable', 'used-up', 'expired', 'revoked', 'profile-removed'])
+    .describe('profile-removed: usable but for its profile, which left the configuration (redeeming it answers 410)'),
   created_at: z.string(),
   created_by: z.string().nullable().describe("the admin key that made it (`secret` for the specification's secret)"),
   expires_at: z.string(),

@@ -170,10 +170,17 @@ export async function endOfMadeEnrollmentToken(ctx: PortalContext, tokenId: stri
 
 /**
  * A token as `enrollment_tokens` lists it: its row's columns in the same names, with where it
- * stands. The schema keeps only the columns the wire shows (never `secret_hash`).
+ * stands. The schema keeps only the columns the wire shows (never `secret_hash`). A token that
+ * would be usable but whose profile left the configuration is `profile-removed`: redeeming it is
+ * refused (410) until the profile returns.
  */
-export function enrollmentTokenInfo(token: StoredEnrollmentToken, now: Date): EnrollmentTokenInfo {
-  return enrollmentTokenInfoSchema.parse({ ...enrollmentTokenRow(token), state: tokenState(token, now) });
+export function enrollmentTokenInfo(ctx: PortalContext, token: StoredEnrollmentToken, now: Date): EnrollmentTokenInfo {
+  const state = tokenState(token, now);
+  const offered = ctx.config.profiles.some((profile) => profile.profileId === token.profileId);
+  return enrollmentTokenInfoSchema.parse({
+    ...enrollmentTokenRow(token),
+    state: state === 'usable' && !offered ? 'profile-removed' : state,
+  });
 }
 
 export interface Enrollment {

@@ -506,7 +506,7 @@ async function tokens(r: ConsoleRequest): Promise<PageResult> {
       list.enrollment_tokens.map(
         (token) =>
           html`<tr><td class="id">${token.token_id}</td><td>${userLink(frame.base, token.user_id)}</td><td>${token.profile_id}</td><td>${token.state}</td><td>${token.uses_left} of ${token.uses}</td><td>${token.expires_at}</td><td>${token.created_by ?? ''}</td><td>${
-            token.state === 'usable' && may(frame, 'write')
+            (token.state === 'usable' || token.state === 'profile-removed') && may(frame, 'write')
               ? link(
                   frame.base,
                   'confirm',

@@ -2,10 +2,15 @@
 // rules: a duration past any date JavaScript holds is the same 400 as one over P90D, never a
 // 500 from writing an expiry that does not exist. And a token whose profile left the
 // configuration: the device is refused as for any token it cannot use, told nothing of the
-// profiles there are, and the token keeps its use.
+// profiles there are, the token keeps its use, and the listing says `profile-removed`.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createEnrollmentToken, redeemEnrollmentToken } from '../../../src/core/enrollment/index.js';
+import {
+  createEnrollmentToken,
+  enrollmentTokenInfo,
+  listEnrollmentTokens,
+  redeemEnrollmentToken,
+} from '../../../src/core/enrollment/index.js';
 import { PortalError } from '../../../src/core/errors.js';
 import { asProfileId, asUserId, asWireGuardKey } from '../../../src/shared/ids.js';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
@@ -73,4 +78,10 @@ test('a token whose profile was taken out of the configuration is refused as gon
   const [row] = await ctx.db.selectFrom('enrollment_tokens').select(['uses_left']).execute();
   assert.equal(Number(row?.uses_left), 1, 'no use taken');
   assert.deepEqual(await ctx.db.selectFrom('wg_peers').select('user_id').execute(), []);
+
+  // The listing says why the device is refused, and that it would be usable should the profile return.
+  const [listed] = await listEnrollmentTokens(ctx, undefined);
+  assert.ok(listed !== undefined);
+  assert.equal(enrollmentTokenInfo({ ...ctx, config }, listed, ctx.clock.now()).state, 'profile-removed');
+  assert.equal(enrollmentTokenInfo(ctx, listed, ctx.clock.now()).state, 'usable');
 });

@@ -13,6 +13,6 @@ export const enrollmentTokensRoute = defineRoute({
   async handle(ctx, { user_id }) {
     const now = ctx.clock.now();
     const tokens = await listEnrollmentTokens(ctx, user_id);
-    return { status: 200, json: { enrollment_tokens: tokens.map((token) => enrollmentTokenInfo(token, now)) } };
+    return { status: 200, json: { enrollment_tokens: tokens.map((token) => enrollmentTokenInfo(ctx, token, now)) } };
   },
 });
