@@ -290,6 +290,10 @@ const connectionLogParams = z.object({
     param.timestamp,
     "only sessions open at this moment: started at or before it and not ended before it (ISO 8601; times are kept to the second, so the second a session ended in counts); with `ip`: who had the address then. A moment more than a minute ahead of the portal's clock is refused (400)",
   ),
+  port: optional(
+    param.port,
+    "refused (400): the history keeps no ports; an abuse report's public address and port are traced through the node's NAT by `attribution`",
+  ),
   limit: optional(param.pageSize, `entries per page, 1–1000 (default ${DEFAULT_PAGE_SIZE})`),
   cursor: optional(param.cursor, '`next_cursor` of the previous page'),
   reason: optional(

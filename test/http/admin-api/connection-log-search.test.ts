@@ -246,6 +246,12 @@ test('an address or a moment that is not one is a 400 naming the parameter, and 
       { ip: '10.44.0.7', at: '2026-04-31' },
       'invalid value for "at": "2026-04-31" is not an ISO 8601 date or date-time such as 2026-03-01 or 2026-03-01T12:00:00Z',
     ],
+    // An abuse report's public address and port: connection_log has no ports to read, and must
+    // not answer "nobody" for the node's NAT address; attribution traces it.
+    [
+      { ip: '192.0.2.80', port: '40321', at: '2026-03-01T10:00:00Z' },
+      'invalid value for "port": connection_log keeps no ports; GET /attribution traces a public address and port through the node\'s NAT to the session behind it',
+    ],
   ];
   // A cursor holding a NUL, which PostgreSQL refuses to compare, is not one of ours either.
   for (const parts of [

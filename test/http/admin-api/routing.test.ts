@@ -52,6 +52,8 @@ const EXTENSIONS = [
       'open',
       'ip',
       'at',
+      // Refused (400), and named so that a NAT address's port is not silently dropped.
+      'port',
       'limit',
       'cursor',
       'reason',

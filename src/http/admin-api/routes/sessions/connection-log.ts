@@ -3,6 +3,7 @@
 import { connectionHistoryPage } from '../../../../core/sessions/index.js';
 import { ADMIN_API_CALLS, DEFAULT_PAGE_SIZE } from '../../../../protocol/admin-api.js';
 import { defineRoute } from '../../admin-route.js';
+import { PortalError } from '../../../../core/errors.js';
 
 export const connectionLogRoute = defineRoute({
   ...ADMIN_API_CALLS.connectionLog,
@@ -13,6 +14,8 @@ export const connectionLogRoute = defineRoute({
   // "Who had this address?" is a look-up of people: in the audit log, with its reason.
   lookupOfPeople: (parameters) => parameters['ip'] !== undefined,
   async handle(ctx, params) {
+    // Left unread, a port would answer "nobody" for a NAT address an abuse report names.
+    if (params.port !== undefined) throw portNotLookedUp();
     const page = await connectionHistoryPage(ctx, {
       ...(params.user_id === undefined ? {} : { userId: params.user_id }),
       ...(params.profile_id === undefined ? {} : { profileId: params.profile_id }),
@@ -29,3 +32,10 @@ export const connectionLogRoute = defineRoute({
     return { status: 200, json: { connection_log: page.entries, next_cursor: page.nextCursor } };
   },
 });
+
+function portNotLookedUp(): PortalError {
+  return new PortalError(
+    'invalid-parameter',
+    'invalid value for "port": connection_log keeps no ports; GET /attribution traces a public address and port through the node\'s NAT to the session behind it',
+  );
+}
