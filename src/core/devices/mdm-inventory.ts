@@ -4,7 +4,9 @@
 // path as retire_device, under the audit key name `(portal)`. Gone means missed by two readable
 // passes in a row: one reading can skip a device that is there (Jamf's offsets shift when a device
 // is deleted and another added between two pages, and the count still adds up), and a retirement
-// is final; the first miss is noted (src/storage/mdm-inventory-misses.ts). With `compliance`, the same pass
+// is final; the first miss is noted (src/storage/mdm-inventory-misses.ts), and counts only for a
+// reading that began after it was noted (another instance's reading of the same moment is the
+// same reading twice). With `compliance`, the same pass
 // suspends the devices the MDM finds out of compliance and resumes those it finds compliant
 // again (src/core/devices/compliance.ts), as suspend_device and resume_device under `(portal)`.
 // Fail-safe: an inventory that cannot be read, or that would retire more than
@@ -97,6 +99,10 @@ export async function compareWithMdmInventory(
   // The suspensions the reading may end: one made while it is under way (another instance's
   // newer reading) is none of its business.
   const suspendedBefore = config.compliance === null ? null : suspensionsNow(await liveDeviceIdentifiers(ctx.db));
+  // The misses a reading that ended before this one began noted: only such a reading is the one
+  // before. Another instance's reading of the same moment, noted while this one is under way,
+  // may have skipped the same device for the same reason (one Jamf page shift read twice).
+  const missedBeforeReading = await inventoryMisses(ctx.db);
   let inventory: MdmInventory;
   try {
     inventory = await read({ compliance: config.compliance !== null });
@@ -113,7 +119,12 @@ export async function compareWithMdmInventory(
     (device) =>
       identifier(device) !== null && Date.parse(device.createdAt) + REGISTRATION_MARGIN_MS <= startedAt.getTime(),
   );
-  const missedBefore = await inventoryMisses(ctx.db);
+  // Noted before this reading began and still so now: no reading meanwhile found the device (nor
+  // noted it anew, with another time).
+  const missedNow = await inventoryMisses(ctx.db);
+  const missedBefore = new Map(
+    [...missedBeforeReading].filter(([deviceId, firstMissedAt]) => missedNow.get(deviceId) === firstMissedAt),
+  );
   const missing = compared
     .filter((device) => !known.has(inventoryIdentifier(identifier(device) ?? '')))
     .map(({ deviceId, userId, serial, mdmId }) => ({
@@ -121,7 +132,7 @@ export async function compareWithMdmInventory(
       userId,
       serial,
       mdmId,
-      firstMissedAt: missedBefore.get(deviceId) ?? formatAtom(startedAt),
+      firstMissedAt: missedBefore.get(deviceId) ?? missedNow.get(deviceId) ?? formatAtom(startedAt),
     }));
   const gone = missing.filter((device) => missedBefore.has(device.deviceId));
   const missed = missing.filter((device) => !missedBefore.has(device.deviceId));
