@@ -9,7 +9,8 @@
 // with (another Jamf record sharing its serial);
 // one the event names by its Jamf id alone (as computer group events may) is looked up in Jamf
 // Pro's inventory with the API client of `mdmInventory` when that is Jamf Pro's, before anything
-// changes (Jamf Pro unreachable: 503, nothing changed). Each device keeps the time (Jamf Pro's
+// changes (Jamf Pro unreachable: 503, so that Jamf Pro sends it again; meanwhile only the devices
+// it names otherwise that left are suspended, and nothing is resumed). Each device keeps the time (Jamf Pro's
 // `eventTimestamp`) of the newest group event applied to it, and an older one delivered late or
 // again changes nothing for it, nor does a "joined" as old as the event applied (of a "left" and
 // a "joined" of one moment, the "left" stands); one dated ahead of the portal's clock orders
@@ -134,7 +135,7 @@ async function applyGroupChange(
   counts: JamfPushCounts,
   found: (device: JamfDevice) => Promise<StoredDevice | undefined>,
 ): Promise<JamfPushOutcome> {
-  const { removed, added } = await withJamfIdentifiers(ctx, event.devices, event.removed, event.added);
+  const { removed, added, unresolved } = await withJamfIdentifiers(ctx, event.devices, event.removed, event.added);
   const tally = { handled: 'applied' as const, suspended: 0, resumed: 0, refreshed: 0, unchanged: 0, unknown: 0 };
   // Dated ahead of the portal's clock: not in order with anything, so a "left" suspends without
   // being put in order (nor recorded: its time would order nothing), and a "joined" resumes nothing.
@@ -150,7 +151,9 @@ async function applyGroupChange(
   // (another record sharing a serial, an entry naming the device by another identifier), with
   // or without a time to order them by.
   const leaving = new Set<string>();
-  for (const named of removed) {
+  // Jamf Pro could not say which devices some Jamf ids are: those named otherwise that left lose
+  // their tunnels now all the same (a revocation does not wait on a look-up of others).
+  for (const named of unresolved === null ? removed : removed.filter((device) => !idOnly(device))) {
     const device = await found(named);
     if (device === undefined) {
       tally.unknown += 1;
@@ -159,6 +162,9 @@ async function applyGroupChange(
     leaving.add(device.deviceId);
     count(await suspendForGroup(ctx, device, event.groupName, ahead ? null : event.at), 'suspended');
   }
+  // Nothing is resumed: a device that left, named by its id alone, may be one named as joining.
+  // The delivery fails, so that Jamf Pro sends it again.
+  if (unresolved !== null) throw unreadableJamf(tally.suspended + tally.unchanged, unresolved);
   for (const named of added) {
     const device = await found(named);
     const refused = device === undefined ? null : refusedResume(device, named, leaving, ahead);
@@ -214,33 +220,46 @@ function refusedResume(
 
 /**
  * The devices named by their Jamf id alone, with the UDID and serial Jamf Pro's inventory gives
- * them, when `mdmInventory` is Jamf Pro's (else they stay as named, and are not found). Throws
- * `unavailable` when Jamf Pro cannot be read, before anything changed.
+ * them, when `mdmInventory` is Jamf Pro's (else they stay as named, and are not found). When
+ * Jamf Pro cannot be read, they stay as named and `unresolved` says why.
  */
 async function withJamfIdentifiers(
   ctx: PortalContext,
   kind: 'computer' | 'mobile',
   removed: readonly JamfDevice[],
   added: readonly JamfDevice[],
-): Promise<{ removed: readonly JamfDevice[]; added: readonly JamfDevice[] }> {
-  const idOnly = (device: JamfDevice) => device.jamfId !== null && device.udid === null && device.serial === null;
+): Promise<{ removed: readonly JamfDevice[]; added: readonly JamfDevice[]; unresolved: string | null }> {
   const ids = [...removed, ...added].filter(idOnly).map((device) => device.jamfId ?? 0);
   const source = ctx.config.mdmInventory?.source;
-  if (ids.length === 0 || source?.provider !== 'jamf') return { removed, added };
+  if (ids.length === 0 || source?.provider !== 'jamf') return { removed, added, unresolved: null };
   let found: Awaited<ReturnType<typeof jamfDevicesById>>;
   try {
     found = await jamfDevicesById(source, kind, ids);
   } catch (error) {
-    throw new PortalError(
-      'unavailable',
-      `could not look up in Jamf Pro the devices the event names by Jamf id only (nothing changed): ${messageOf(error)}`,
-    );
+    return { removed, added, unresolved: messageOf(error) };
   }
   const complete = (device: JamfDevice): JamfDevice => {
     const identifiers = idOnly(device) ? found.get(device.jamfId ?? 0) : undefined;
     return identifiers === undefined ? device : { jamfId: device.jamfId, ...identifiers };
   };
-  return { removed: removed.map(complete), added: added.map(complete) };
+  return { removed: removed.map(complete), added: added.map(complete), unresolved: null };
+}
+
+/** A device the event names by its Jamf id alone. */
+function idOnly(device: JamfDevice): boolean {
+  return device.jamfId !== null && device.udid === null && device.serial === null;
+}
+
+/** The 503 of a delivery whose Jamf ids could not be looked up: what it did all the same. */
+function unreadableJamf(suspended: number, why: string): PortalError {
+  const done =
+    suspended === 0
+      ? 'nothing changed'
+      : `the ${suspended === 1 ? 'device' : `${suspended} devices`} it names otherwise that left are suspended, nothing else changed`;
+  return new PortalError(
+    'unavailable',
+    `could not look up in Jamf Pro the devices the event names by Jamf id only (${done}): ${why}`,
+  );
 }
 
 /**
