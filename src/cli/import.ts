@@ -279,6 +279,7 @@ function printPlan(plan: ImportPlan, print: (line: string) => void): void {
         ]),
       ),
     );
+  for (const key of plan.keysNotNeeded) print(`not needed: ${key.name}: ${key.reason}`);
   const left = plan.leftBehind;
   print(
     `left behind: ${left.localUsers} local passwords, ${left.refreshTokens} app refresh tokens, ${left.liveStatistics} live statistics rows, ${left.guestUserCounts} daily guest user counts`,

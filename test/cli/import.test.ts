@@ -182,6 +182,18 @@ test('the dry run prints the plan, the import brings it all, and a second run ha
   await importsEverything(t, await setUp(t));
 });
 
+test('the public key file eduVPN keeps of a node it retired is named as not needed, and the import goes on without that node’s key', async (t) => {
+  const setUpDone = await setUp(t);
+  const retired = path.join(setUpDone.deployment.location.dataDir, 'keys', 'wireguard.9.public.key');
+  writeFileSync(retired, `${'x'.repeat(42)}A=`);
+  const { dryRun } = await importsEverything(t, setUpDone);
+  assert.match(
+    dryRun,
+    /^not needed: node 9 WireGuard public key: eduVPN's wireguard\.9\.public\.key names x{42}A=, but no configuration to bring connects to node 9 /m,
+  );
+  assert.equal(existsSync(path.join(setUpDone.dataDir, 'keys', 'wireguard.9.key')), false);
+});
+
 test('after a destroy here, a run again names the user and its configurations as removed here and brings none of them back, also once the receipt of the destroy was pruned', async (t) => {
   // Without daily statistics: the portal's start-up housekeeping aggregates yesterday itself, and
   // its figures for that day would differ from eduVPN's, a conflict that is not this test's.

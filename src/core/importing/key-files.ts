@@ -14,7 +14,7 @@ import { countCertificatesByProfileAndNode } from '../../storage/certificates.js
 import { countPeersByProfileAndNode } from '../../storage/wg-peers.js';
 import { isWireGuardKey, wireGuardPublicKey } from '../../wireguard/keys.js';
 import type { ImportFacts } from './configurations.js';
-import type { ConflictList, ImportContext, PlannedKeyFile } from './plan-types.js';
+import type { ConflictList, ImportContext, KeyNotNeeded, PlannedKeyFile } from './plan-types.js';
 
 /** A key file to bring, and how to write it. */
 export interface KeyAdoption extends PlannedKeyFile {
@@ -82,14 +82,17 @@ export async function planKeyFiles(
  * A key the configurations to bring need that neither eduVPN's files bring nor this portal has
  * (eduVPN's keys folder not copied, or another folder named): a conflict, since this portal would
  * make a new key on first use and none of those files would connect. A key here is taken as
- * theirs: whether it is, only eduVPN's file could tell.
+ * theirs: whether it is, only eduVPN's file could tell. A node's public key eduVPN's files name
+ * without its private key is such a conflict only when configurations to bring connect to that
+ * node: eduVPN keeps the file of a node it retired, and nothing of that node is brought. Those
+ * are returned, to be told.
  */
 export function findKeysNeededAndMissing(
   ctx: ImportContext,
   keys: EduVpnKeys,
   facts: Pick<ImportFacts, 'openVpnPerProfile' | 'wireGuardPerNode'>,
   conflicts: ConflictList,
-): void {
+): KeyNotNeeded[] {
   const missing = (path: string, reason: string) =>
     conflicts.add({ kind: 'keys', record: path, reason: `${reason}, and it is neither in eduVPN's files nor here` });
   const openVpn = [...facts.openVpnPerProfile.values()].reduce((sum, count) => sum + count, 0);
@@ -106,15 +109,35 @@ export function findKeysNeededAndMissing(
         `${count} OpenVPN configurations of profile ${profileId} need its tls-crypt key (/var/lib/vpn-user-portal/keys/tls-crypt-${profileId}.key)`,
       );
   }
+  const nodeKeyOption = (node: NodeNumber) =>
+    `--node-wireguard-key ${node}=FILE, copied from the node's /etc/vpn-server-node/keys/wireguard.key`;
   for (const [node, count] of facts.wireGuardPerNode) {
     const path = ctx.keys.wireGuardKeyPath(node);
-    // A public key without its private key is a conflict of planWireGuardKeys already.
-    if (!keys.wireGuardPrivateKeys.has(node) && !keys.wireGuardPublicKeys.has(node) && !existsSync(path))
-      missing(
-        path,
-        `${count} WireGuard configurations of node ${node} need its WireGuard key (--node-wireguard-key ${node}=FILE, copied from the node's /etc/vpn-server-node/keys/wireguard.key)`,
-      );
+    if (keys.wireGuardPrivateKeys.has(node)) continue;
+    const named = keys.wireGuardPublicKeys.get(node);
+    if (named === undefined) {
+      if (!existsSync(path))
+        missing(
+          path,
+          `${count} WireGuard configurations of node ${node} need its WireGuard key (${nodeKeyOption(node)})`,
+        );
+    } else if (ctx.keys.wireGuardPublicKey(node) !== named)
+      conflicts.add({
+        kind: 'keys',
+        record: path,
+        reason: `node ${node}: ${count} WireGuard configurations to bring name public key ${named} (eduVPN's wireguard.${node}.public.key), and its private key was not given (${nodeKeyOption(node)})`,
+      });
   }
+  const notNeeded: KeyNotNeeded[] = [];
+  for (const [node, named] of keys.wireGuardPublicKeys) {
+    if ((facts.wireGuardPerNode.get(node) ?? 0) > 0 || keys.wireGuardPrivateKeys.has(node)) continue;
+    if (ctx.keys.wireGuardPublicKey(node) === named) continue;
+    notNeeded.push({
+      name: `node ${node} WireGuard public key`,
+      reason: `eduVPN's wireguard.${node}.public.key names ${named}, but no configuration to bring connects to node ${node} (a node eduVPN no longer uses, or none of its configurations is brought): its private key is not needed, and nothing is written for node ${node}`,
+    });
+  }
+  return notNeeded;
 }
 
 /** Writes the key files that are missing here (the plan had no conflict). */
@@ -128,11 +151,7 @@ function secretFile(name: string, path: string, content: string, adopt: () => Cr
   return { name, path, state: keyFileState(path, content), adopt: async () => adopt() };
 }
 
-/**
- * Each node's WireGuard private key, checked against the public key eduVPN's files name. A node
- * whose files name a key but whose private key was not given is a conflict unless the portal
- * already has that very key.
- */
+/** Each node's WireGuard private key, checked against the public key eduVPN's files name. */
 function planWireGuardKeys(
   ctx: ImportContext,
   keys: EduVpnKeys,
@@ -165,14 +184,8 @@ function planWireGuardKeys(
       node,
     });
   }
-  for (const [node, named] of keys.wireGuardPublicKeys) {
-    if (keys.wireGuardPrivateKeys.has(node) || store.wireGuardPublicKey(node) === named) continue;
-    conflicts.add({
-      kind: 'keys',
-      record: store.wireGuardKeyPath(node),
-      reason: `node ${node}: eduVPN's WireGuard files name public key ${named}, and its private key was not given (copy it from the node: /etc/vpn-server-node/keys/wireguard.key)`,
-    });
-  }
+  // A public key named without its private key matters only if configurations to bring connect
+  // with it: findKeysNeededAndMissing tells, once the configurations are counted.
   return planned;
 }
 

@@ -56,6 +56,17 @@ export interface PlannedKeyFile {
   readonly state: KeyFileState;
 }
 
+/**
+ * A key eduVPN's files name that nothing to bring connects with (a node eduVPN retired, or none
+ * of whose configurations is brought): told, and not brought, so that a stale file of eduVPN's
+ * does not stop the import.
+ */
+export interface KeyNotNeeded {
+  /** What it is, for messages: `node 3 WireGuard public key`. */
+  readonly name: string;
+  readonly reason: string;
+}
+
 /** Conflicts (and records removed here) kept in full; beyond this many only their number (a wrong database conflicts everywhere). */
 export const LISTED_CONFLICTS = 10_000;
 
@@ -65,6 +76,8 @@ export interface ImportPlan {
   readonly schemaVersion: EduVpnSchemaVersion;
   readonly counts: Readonly<Record<EduVpnRecordKind, KindCounts>>;
   readonly keyFiles: readonly PlannedKeyFile[];
+  /** Keys eduVPN's files name that no configuration to bring needs: not brought, and no conflict. */
+  readonly keysNotNeeded: readonly KeyNotNeeded[];
   /** The first LISTED_CONFLICTS conflicts, in the order found. */
   readonly conflicts: readonly ImportConflict[];
   /** Every conflict, also those not listed. */

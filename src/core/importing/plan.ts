@@ -89,13 +89,14 @@ export async function prepareEduVpnImport(
       progress({ phase: 'checking', kind, done, total });
     });
   }
-  findKeysNeededAndMissing(ctx, deployment.keys, facts, conflicts);
+  const keysNotNeeded = findKeysNeededAndMissing(ctx, deployment.keys, facts, conflicts);
   await findRevokedInEduVpn(ctx.db, facts, conflicts, counts);
   const plan: ImportPlan = {
     source: deployment.description,
     schemaVersion: deployment.schemaVersion,
     counts,
     keyFiles: keyAdoptions.map(({ name, path, state }) => ({ name, path, state })),
+    keysNotNeeded,
     conflicts: conflicts.listed,
     conflictCount: conflicts.count,
     removedHere: removedHere.listed,

@@ -7,6 +7,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { importEduVpn, type ImportContext } from '../../../src/core/importing/index.js';
 import { generateTlsCryptKey } from '../../../src/openvpn/tls-crypt.js';
+import type { EduVpnKeys } from '../../../src/eduvpn/deployment.js';
 import { asNodeNumber, asProfileId, asWireGuardKey } from '../../../src/shared/ids.js';
 import { certificatesWithNames } from '../../../src/storage/certificates.js';
 import { peersWithKeys } from '../../../src/storage/wg-peers.js';
@@ -18,6 +19,7 @@ import {
   emptyRecords,
   inMemoryDeployment,
   NO_KEYS,
+  type EduVpnRecords,
 } from '../../support/in-memory-eduvpn.js';
 import { startImportPortal } from '../../support/import-portal.js';
 import { UNREACHABLE_NODE, type TestPortal } from '../../support/test-portal.js';
@@ -44,25 +46,42 @@ before(async () => {
       onNode: [1],
       nodeUrl: [UNREACHABLE_NODE],
     },
+    {
+      profileId: 'branch',
+      displayName: 'Branch',
+      hostName: 'branch.example.org',
+      wRangeFour: '10.49.0.0/24',
+      wRangeSix: 'fd49::/64',
+      onNode: [2],
+      nodeUrl: [UNREACHABLE_NODE],
+    },
   ]);
   ctx = portal.portal.ctx;
-  // A portal whose keys folder has node 1's WireGuard key only because generate-secrets ran.
+  // A portal whose keys folder has the nodes' WireGuard keys only because generate-secrets ran.
   rmSync(ctx.keys.wireGuardKeyPath(asNodeNumber(1)));
+  rmSync(ctx.keys.wireGuardKeyPath(asNodeNumber(2)));
 });
 after(() => portal.close());
 
-test('configurations whose tls-crypt or WireGuard key neither eduVPN’s files nor this portal have are conflicts, and nothing is written', async () => {
+// Dee's configurations, which the first story brings: eduVPN still has them at the later runs.
+const openVpn = eduVpnCertificate('dee', { profileId: asProfileId('staff') });
+const wireGuard = eduVpnPeer('dee', 0, {
+  profileId: asProfileId('remote'),
+  nodeNumber: asNodeNumber(1),
+  ipFour: '10.48.0.2',
+  ipSix: 'fd48::2',
+});
+
+function deeRecords(): EduVpnRecords {
   const records = emptyRecords();
   records.users = [eduVpnUser('dee')];
-  const openVpn = eduVpnCertificate('dee', { profileId: asProfileId('staff') });
-  const wireGuard = eduVpnPeer('dee', 0, {
-    profileId: asProfileId('remote'),
-    nodeNumber: asNodeNumber(1),
-    ipFour: '10.48.0.2',
-    ipSix: 'fd48::2',
-  });
   records.certificates = [openVpn];
   records.wireGuardPeers = [wireGuard];
+  return records;
+}
+
+test('configurations whose tls-crypt or WireGuard key neither eduVPN’s files nor this portal have are conflicts, and nothing is written', async () => {
+  const records = deeRecords();
 
   const refused = await importEduVpn(ctx, inMemoryDeployment(records));
   assert.equal(refused.applied, null);
@@ -88,4 +107,58 @@ test('configurations whose tls-crypt or WireGuard key neither eduVPN’s files n
   assert.equal(done.applied?.keyFiles, 2);
   assert.equal(done.applied?.inserted.certificates, 1);
   assert.equal(done.applied?.inserted.wireGuardPeers, 1);
+});
+
+/** Dee as the first story brought her, and erin with a WireGuard configuration of profile branch, on node 2. */
+function branchDeployment(keys: EduVpnKeys) {
+  const records = deeRecords();
+  records.users = [...records.users, eduVpnUser('erin')];
+  records.wireGuardPeers = [
+    ...records.wireGuardPeers,
+    eduVpnPeer('erin', 0, {
+      profileId: asProfileId('branch'),
+      nodeNumber: asNodeNumber(2),
+      ipFour: '10.49.0.2',
+      ipSix: 'fd49::2',
+    }),
+  ];
+  return inMemoryDeployment(records, { keys });
+}
+
+test('a public key eduVPN keeps for a node nothing brought connects to is told as not needed, not a conflict; one the brought configurations name still needs its private key', async () => {
+  const node2 = generateWireGuardKeyPair();
+  // Node 7 was retired in eduVPN: its wireguard.7.public.key stayed, no configuration names it.
+  const retired = generateWireGuardKeyPair();
+  const keys: EduVpnKeys = {
+    ...NO_KEYS,
+    wireGuardPublicKeys: new Map([
+      [asNodeNumber(2), asWireGuardKey(node2.publicKey)],
+      [asNodeNumber(7), asWireGuardKey(retired.publicKey)],
+    ]),
+  };
+
+  const refused = await importEduVpn(ctx, branchDeployment(keys));
+  assert.equal(refused.applied, null);
+  assert.deepEqual(
+    refused.plan.conflicts.map((conflict) => [conflict.kind, conflict.record]),
+    [['keys', ctx.keys.wireGuardKeyPath(asNodeNumber(2))]],
+  );
+  assert.match(
+    refused.plan.conflicts[0]?.reason ?? '',
+    /^node 2: 1 WireGuard configurations to bring name public key .*--node-wireguard-key 2=FILE/,
+  );
+  assert.deepEqual(
+    refused.plan.keysNotNeeded.map((key) => key.name),
+    ['node 7 WireGuard public key'],
+  );
+  assert.match(refused.plan.keysNotNeeded[0]?.reason ?? '', /no configuration to bring connects to node 7/);
+
+  // Node 2's private key given, node 7's not: the import goes through, and writes nothing for node 7.
+  const withNode2 = { ...keys, wireGuardPrivateKeys: new Map([[asNodeNumber(2), asWireGuardKey(node2.privateKey)]]) };
+  const done = await importEduVpn(ctx, branchDeployment(withNode2));
+  assert.deepEqual(done.plan.conflicts, []);
+  assert.equal(done.applied?.keyFiles, 1);
+  assert.equal(done.applied?.inserted.wireGuardPeers, 1);
+  assert.equal(ctx.keys.wireGuardPublicKey(asNodeNumber(2)), node2.publicKey);
+  assert.equal(existsSync(ctx.keys.wireGuardKeyPath(asNodeNumber(7))), false);
 });
