@@ -362,6 +362,18 @@ test("a node's WireGuard key that does not match wireguard.N.public.key is refus
   assert.ok(!message.includes(other.privateKey));
 });
 
+test("a node's WireGuard key that is not a WireGuard private key is refused, naming the file, also without wireguard.N.public.key", async (t) => {
+  const deployment = await written(t);
+  const keyFile = deployment.location.nodeWireGuardKeyFiles.get(0 as never);
+  assert.ok(keyFile !== undefined);
+  await rm(path.join(deployment.location.dataDir, 'keys/wireguard.0.public.key'));
+  await writeFile(keyFile, 'PrivateKey = not-a-key\n');
+  assert.equal(
+    await refusal(deployment),
+    `${keyFile} (node 0) is not a WireGuard private key (Base64 of 32 bytes, as wg genkey writes it)`,
+  );
+});
+
 test('a key file that cannot be read is refused, naming the file', async (t) => {
   const deployment = await written(t);
   const tlsCryptFile = path.join(deployment.location.dataDir, 'keys/tls-crypt-office.key');

@@ -163,10 +163,38 @@ function planWireGuardKeys(
     const path = store.wireGuardKeyPath(node);
     const named = keys.wireGuardPublicKeys.get(node);
     if (!isWireGuardKey(privateKey)) {
-      conflicts.add({ kind: 'keys', record: path, reason: `node ${node}: the WireGuard private key given is not one` });
+      conflicts.add({
+        kind: 'keys',
+        record: path,
+        reason: `node ${node}: the WireGuard private key given is not one (Base64 of 32 bytes, as wg genkey writes it)`,
+      });
       continue;
     }
     const publicKey = wireGuardPublicKey(privateKey);
+    // Without the node's own wireguard.N.public.key nothing of eduVPN's records the key its
+    // files name (wg_peers keeps none): a key given for the wrong node, or a public key file
+    // given as the private key, is what can still be told.
+    const publicKeyOf = [...keys.wireGuardPublicKeys].find(([, otherKey]) => otherKey === privateKey)?.[0];
+    if (publicKeyOf !== undefined) {
+      conflicts.add({
+        kind: 'keys',
+        record: path,
+        reason: `node ${node}: the WireGuard private key given is eduVPN's public key of node ${publicKeyOf} (wireguard.${publicKeyOf}.public.key), not a private key; give the node's /etc/vpn-server-node/keys/wireguard.key`,
+      });
+      continue;
+    }
+    const otherNode =
+      named === undefined
+        ? [...keys.wireGuardPublicKeys].find(([, otherKey]) => otherKey === publicKey)?.[0]
+        : undefined;
+    if (otherNode !== undefined) {
+      conflicts.add({
+        kind: 'keys',
+        record: path,
+        reason: `node ${node}: the WireGuard private key given is node ${otherNode}'s (eduVPN's wireguard.${otherNode}.public.key names its public key ${publicKey}); the WireGuard files issued for node ${node} would not connect`,
+      });
+      continue;
+    }
     if (named !== undefined && named !== publicKey) {
       conflicts.add({
         kind: 'keys',

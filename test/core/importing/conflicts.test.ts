@@ -214,6 +214,31 @@ test('key files here that hold other keys, and node keys that do not fit the iss
   assert.equal(readFileSync(ctx.keys.adminApiKeyPath, 'utf8'), secretBefore, 'the secret here was not replaced');
 });
 
+test('without its own public key file, a node key that is another node’s, or a public key given as the private key, is a conflict naming the file', async () => {
+  // eduVPN has wireguard.3.public.key only; the keys given for nodes 4 and 6 were mixed up.
+  const node3 = generateWireGuardKeyPair();
+  const keys = {
+    ...NO_KEYS,
+    wireGuardPublicKeys: new Map([[asNodeNumber(3), asWireGuardKey(node3.publicKey)]]),
+    wireGuardPrivateKeys: new Map([
+      [asNodeNumber(4), asWireGuardKey(node3.privateKey)],
+      [asNodeNumber(6), asWireGuardKey(node3.publicKey)],
+    ]),
+  };
+  const plan = await planEduVpnImport(ctx, eduVpnStill(emptyRecords(), { keys }));
+  assert.equal(plan.conflictCount, 2, JSON.stringify(plan.conflicts, null, 2));
+  assert.equal(
+    conflictAbout(plan.conflicts, ctx.keys.wireGuardKeyPath(asNodeNumber(4))).reason,
+    `node 4: the WireGuard private key given is node 3's (eduVPN's wireguard.3.public.key names its public key ${node3.publicKey}); the WireGuard files issued for node 4 would not connect`,
+  );
+  assert.match(
+    conflictAbout(plan.conflicts, ctx.keys.wireGuardKeyPath(asNodeNumber(6))).reason,
+    /^node 6: the WireGuard private key given is eduVPN's public key of node 3 \(wireguard\.3\.public\.key\), not a private key/,
+  );
+  for (const conflict of plan.conflicts) assert.ok(!conflict.reason.includes(node3.privateKey));
+  assert.deepEqual(plan.keyFiles, []);
+});
+
 test('key files that are missing here are brought, and the same ones already here are no conflict', async () => {
   const node2 = generateWireGuardKeyPair();
   const tlsCrypt = ctx.openVpnKeys.tlsCryptKey('employees');
