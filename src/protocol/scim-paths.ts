@@ -29,6 +29,11 @@ export function canonicalOperation(operation: unknown, definition: Definition): 
   if (typeof path !== 'string')
     return 'value' in operation ? { ...operation, value: canonicalValue(value, definition) } : operation;
   const target = resolved(path, definition);
+  // RFC 7644 §3.5.2: a path may name a schema. The core schema's URN with an object names the
+  // resource itself, so the operation is one without a path (an enterprise URN keeps its path,
+  // which scimmy applies to the extension's part): its `active: false` disables the user.
+  if (target.target === definition && isRecord(operation['value']))
+    return { ...withoutPath(operation), value: partialResource(operation['value'], definition, new Set()) };
   return {
     ...operation,
     path: target.path,
@@ -125,9 +130,13 @@ function partialResource(
   keptAsSent: ReadonlySet<string>,
 ): Record<string, unknown> {
   const canonical = eachOnce(
-    Object.entries(value).map(([key, inner]) => {
+    Object.entries(value).flatMap(([key, inner]): (readonly [string, unknown])[] => {
       const at = resolved(key, definition);
-      return [at.path, keptAsSent.has(at.path) ? inner : canonicalValue(inner, at.target)];
+      // The core schema's URN as a key holds core attributes (`{"urn:…:core:2.0:User":
+      // {"active": false}}`): they are the resource's own, each given once with the rest.
+      if (at.target === definition && isRecord(inner))
+        return Object.entries(partialResource(inner, definition, keptAsSent));
+      return [[at.path, keptAsSent.has(at.path) ? inner : canonicalValue(inner, at.target)]];
     }),
   );
   for (const extension of extensionsOf(definition)) {
@@ -169,6 +178,11 @@ function extensionsOf(definition: Definition): Definition[] {
   return (definition.attributes as readonly unknown[]).filter(
     (attribute): attribute is Definition => attribute instanceof SCIMMY.Types.SchemaDefinition,
   );
+}
+
+/** The operation without its `path` (a value naming the resource itself). */
+function withoutPath(operation: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(operation).filter(([name]) => name !== 'path'));
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

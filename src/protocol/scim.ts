@@ -668,14 +668,29 @@ function operationsOf(request: Record<string, unknown>): unknown[] {
   return operations;
 }
 
-/** The paths an operation names: its `path`, or without one the keys of its value (each a path to scimmy). */
+/**
+ * The paths an operation names: its `path`, or without one (or with a core schema's URN, which
+ * names the resource itself) the keys of its value, each a path to scimmy; a key that is a core
+ * schema's URN holds more such keys.
+ */
 function pathsOf(operation: unknown): string[] {
   if (typeof operation !== 'object' || operation === null) return [];
   const { path, value } = operation as { path?: unknown; value?: unknown };
-  if (typeof path === 'string') return [path];
-  return path === undefined && typeof value === 'object' && value !== null && !Array.isArray(value)
-    ? Object.keys(value)
-    : [];
+  if (typeof path === 'string' && !(isCoreSchema(path) && isObject(value))) return [path];
+  return path === undefined || typeof path === 'string' ? keyPaths(value) : [];
+}
+
+/** The keys of a partial resource, those under a core schema's URN among them. */
+function keyPaths(value: unknown): string[] {
+  if (!isObject(value)) return [];
+  return Object.entries(value).flatMap(([key, inner]) =>
+    isCoreSchema(key) && isObject(inner) ? keyPaths(inner) : [key],
+  );
+}
+
+function isCoreSchema(name: string): boolean {
+  const lower = name.toLowerCase();
+  return lower === SCIM_USER_SCHEMA.toLowerCase() || lower === SCIM_GROUP_SCHEMA.toLowerCase();
 }
 
 /** The comparisons of a path scimmy may parse: not too long, its filter of a shape it reads right. */
