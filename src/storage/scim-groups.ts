@@ -1,6 +1,7 @@
 // Queries on `scim_groups` and `scim_group_members` (migration 0027): the directory's groups,
 // named by their displayName (what `scim.groupProfiles` maps to profiles), and their members,
 // each a SCIM user.
+import { sql } from 'kysely';
 import type { UserId } from '../shared/ids.js';
 import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import { isPostgres, type Db } from './database.js';
@@ -73,18 +74,60 @@ export async function findScimGroupNamed(db: Db, displayName: string): Promise<S
   return row === undefined ? undefined : toGroup(row);
 }
 
-/** A page of groups (`offset` from 0) in displayName order, all of them or the one of that name; and how many in all. */
+/**
+ * A page of groups (`offset` from 0) in displayName order, all of them or those named
+ * `displayName` in any case (RFC 7643: a Group's displayName is not case-exact); and how many in all.
+ */
 export async function scimGroupsPage(
   db: Db,
   displayName: string | undefined,
   offset: number,
   limit: number,
 ): Promise<{ readonly groups: readonly StoredScimGroup[]; readonly total: number }> {
-  let query = db.selectFrom('scim_groups');
-  if (displayName !== undefined) query = query.where('display_name', '=', displayName);
+  if (displayName !== undefined) return scimGroupsNamedPage(db, displayName, offset, limit);
+  const query = db.selectFrom('scim_groups');
   const counted = await query.select((eb) => eb.fn.countAll<number | string>().as('total')).executeTakeFirstOrThrow();
   const rows = limit === 0 ? [] : await query.selectAll().orderBy('display_name').limit(limit).offset(offset).execute();
   return { groups: rows.map(toGroup), total: Number(counted.total) };
+}
+
+/** The groups' key for displayName: lower-cased as Unicode has it (`Équipe` is `équipe`), as userNames are. */
+function displayNameKey(displayName: string): string {
+  return displayName.toLowerCase();
+}
+
+/**
+ * A page of the groups named `displayName` in any case. Both databases lower-case only A to Z
+ * (PostgreSQL under the "C" collation, so as on every server), and JavaScript all of Unicode: so
+ * the database picks the names whose A-to-Z lower case is the key, and those holding any other
+ * character, and displayNameKey decides among them.
+ */
+async function scimGroupsNamedPage(
+  db: Db,
+  displayName: string,
+  offset: number,
+  limit: number,
+): Promise<{ readonly groups: readonly StoredScimGroup[]; readonly total: number }> {
+  const key = displayNameKey(displayName);
+  const lowered = isPostgres(db) ? sql<string>`lower(display_name collate "C")` : sql<string>`lower(display_name)`;
+  const notAscii = isPostgres(db)
+    ? sql<boolean>`octet_length(display_name) <> length(display_name)`
+    : sql<boolean>`length(cast(display_name as blob)) <> length(display_name)`;
+  const candidates = await db
+    .selectFrom('scim_groups')
+    .select(['scim_id', 'display_name'])
+    .where((eb) => eb.or([eb(lowered, '=', key), notAscii]))
+    .execute();
+  // Ordered by code unit: the same on both databases (names differing in case only are rare).
+  const matching = candidates
+    .filter((row) => displayNameKey(row.display_name) === key)
+    .sort((one, other) => (one.display_name < other.display_name ? -1 : one.display_name > other.display_name ? 1 : 0));
+  const named = matching.slice(offset, offset + limit).map((row) => row.scim_id);
+  const total = matching.length;
+  if (named.length === 0) return { groups: [], total };
+  const rows = await db.selectFrom('scim_groups').selectAll().where('scim_id', 'in', named).execute();
+  const byId = new Map(rows.map((row) => [row.scim_id, toGroup(row)]));
+  return { groups: named.flatMap((scimId) => byId.get(scimId) ?? []), total };
 }
 
 /** The members of a group, in user id order. */
