@@ -379,6 +379,8 @@ export interface ScimListQuery {
 export interface ScimFilterable {
   readonly schemas: readonly [core: string, ...extensions: string[]];
   readonly attributes: readonly string[];
+  /** Filters of another form the list also answers, as a refusal names them. */
+  readonly alsoSupported?: readonly string[];
 }
 
 export const USER_FILTERABLE: ScimFilterable = {
@@ -386,7 +388,11 @@ export const USER_FILTERABLE: ScimFilterable = {
   attributes: ['userName', 'externalId'],
 };
 
-export const GROUP_FILTERABLE: ScimFilterable = { schemas: [SCIM_GROUP_SCHEMA], attributes: ['displayName'] };
+export const GROUP_FILTERABLE: ScimFilterable = {
+  schemas: [SCIM_GROUP_SCHEMA],
+  attributes: ['displayName'],
+  alsoSupported: ['id eq "…" and members eq "…"'],
+};
 
 /**
  * Reads `filter`, `startIndex` and `count`. The filters provisioning clients send to find a
@@ -396,13 +402,122 @@ export const GROUP_FILTERABLE: ScimFilterable = { schemas: [SCIM_GROUP_SCHEMA], 
  * a 400 invalidFilter.
  */
 export function readListQuery(query: unknown, filterable: ScimFilterable): ScimListQuery {
+  const { startIndex, count, filterText } = listParameters(query);
+  return { startIndex, count, filter: filterText === null ? null : equalityFilter(filterText, filterable) };
+}
+
+/**
+ * What a Group list holds: those of one displayName (in any case: RFC 7643 makes it not
+ * case-exact), or one group if a user is its member.
+ */
+export type ScimGroupFilter = { readonly displayName: string } | { readonly scimId: string; readonly memberId: string };
+
+export interface ScimGroupListQuery {
+  readonly startIndex: number;
+  readonly count: number;
+  readonly filter: ScimGroupFilter | null;
+}
+
+/**
+ * readListQuery for `/Groups`, which also answers a directory's membership check: `id eq "…"
+ * and members eq "…"`, the member also written `members.value eq "…"` or `members[value eq
+ * "…"]`, in either order, names in any case, `members` also URN-qualified.
+ */
+export function readGroupListQuery(query: unknown): ScimGroupListQuery {
+  const { startIndex, count, filterText } = listParameters(query);
+  if (filterText === null) return { startIndex, count, filter: null };
+  const membership = membershipFilter(filterText);
+  if (membership !== null) return { startIndex, count, filter: membership };
+  return { startIndex, count, filter: { displayName: equalityFilter(filterText, GROUP_FILTERABLE).value } };
+}
+
+function listParameters(query: unknown): { startIndex: number; count: number; filterText: string | null } {
   const values = (typeof query === 'object' && query !== null ? query : {}) as Record<string, unknown>;
   const startIndex = positiveInteger(values['startIndex'], 'startIndex', 1);
   const count = Math.min(positiveInteger(values['count'], 'count', SCIM_MAX_PAGE, 0), SCIM_MAX_PAGE);
   const filterText = values['filter'];
-  if (filterText === undefined) return { startIndex, count, filter: null };
+  if (filterText === undefined) return { startIndex, count, filterText: null };
   if (typeof filterText !== 'string') throw new ScimProblem(400, 'invalidFilter', `filter: ${notOneText(filterText)}`);
-  return { startIndex, count, filter: equalityFilter(filterText, filterable) };
+  return { startIndex, count, filterText };
+}
+
+/** `members[value eq "…"]`, the member's id as written (a JSON string). */
+const MEMBER_VALUE_PATH = /^members\[\s*value\s+eq\s+("(?:[^"\\]|\\.)*")\s*\]$/is;
+
+/**
+ * `id eq "G" and members eq "U"` (or the member first) as the group G if it has the member U;
+ * null for any other filter, to be read as an equality (and refused as one, if it is not).
+ */
+function membershipFilter(text: string): { scimId: string; memberId: string } | null {
+  const terms = andTerms(text);
+  if (terms.length !== 2) return null;
+  const read = terms.map(membershipTerm);
+  const id = read.find((term) => term?.kind === 'id')?.value;
+  const member = read.find((term) => term?.kind === 'member')?.value;
+  return id === undefined || member === undefined ? null : { scimId: id, memberId: member };
+}
+
+/** One side of a membership check: `id eq "…"`, or a member in one of its three spellings; null for anything else. */
+function membershipTerm(term: string): { kind: 'id' | 'member'; value: string } | null {
+  const prefix = `${SCIM_GROUP_SCHEMA.toLowerCase()}:`;
+  const bare = term.toLowerCase().startsWith(prefix) ? term.slice(prefix.length) : term;
+  const path = MEMBER_VALUE_PATH.exec(bare);
+  if (path !== null) {
+    const value = filterString(path[1] ?? '');
+    return value === null ? null : { kind: 'member', value };
+  }
+  const [name = '', operator = '', valueText = ''] = filterParts(bare) ?? [];
+  if (operator.toLowerCase() !== 'eq') return null;
+  const kind =
+    bare === term && name.toLowerCase() === 'id'
+      ? 'id'
+      : ['members', 'members.value'].includes(name.toLowerCase())
+        ? 'member'
+        : null;
+  const value = filterString(valueText);
+  return kind === null || value === null ? null : { kind, value };
+}
+
+/** A filter's value that is one JSON string and nothing after it; null otherwise. */
+function filterString(valueText: string): string | null {
+  if (!valueText.startsWith('"')) return null;
+  const end = closingQuote(valueText);
+  if (end === -1 || valueText.slice(end + 1).trim() !== '') return null;
+  try {
+    const value: unknown = JSON.parse(valueText.slice(0, end + 1));
+    return typeof value === 'string' && !value.includes('\0') ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The filter split at each `and` outside strings and brackets (`members[value eq "a and b"]` is
+ * one term); one term when it has none.
+ */
+function andTerms(text: string): string[] {
+  const terms: string[] = [];
+  let start = 0;
+  let depth = 0;
+  for (let index = 0; index < text.length; index += 1) {
+    const char = text[index];
+    if (char === '"') {
+      const end = closingQuote(text.slice(index));
+      if (end === -1) break;
+      index += end;
+    } else if (char === '[') depth += 1;
+    else if (char === ']') depth -= 1;
+    else if (depth === 0 && /\s/.test(char ?? '')) {
+      const and = /^\s+and\s+/i.exec(text.slice(index, index + 64));
+      if (and !== null) {
+        terms.push(text.slice(start, index).trim());
+        start = index + and[0].length;
+        index = start - 1;
+      }
+    }
+  }
+  terms.push(text.slice(start).trim());
+  return terms;
 }
 
 /**
@@ -429,7 +544,9 @@ function equalityFilter(text: string, filterable: ScimFilterable): { attribute: 
   const unsupported = new ScimProblem(
     400,
     'invalidFilter',
-    `filter: only ${filterable.attributes.map((one) => `${one} eq "…"`).join(' or ')} is supported`,
+    `filter: only ${filterable.attributes.map((one) => `${one} eq "…"`).join(' or ')} is supported${
+      filterable.alsoSupported === undefined ? '' : `, and ${filterable.alsoSupported.join(', ')}`
+    }`,
   );
   const [name = '', operator = '', valueText = ''] = filterParts(text) ?? [];
   const attribute = filterableAttribute(name, filterable);
@@ -668,29 +785,14 @@ function operationsOf(request: Record<string, unknown>): unknown[] {
   return operations;
 }
 
-/**
- * The paths an operation names: its `path`, or without one (or with a core schema's URN, which
- * names the resource itself) the keys of its value, each a path to scimmy; a key that is a core
- * schema's URN holds more such keys.
- */
+/** The paths an operation names: its `path`, or without one the keys of its value (each a path to scimmy). */
 function pathsOf(operation: unknown): string[] {
   if (typeof operation !== 'object' || operation === null) return [];
   const { path, value } = operation as { path?: unknown; value?: unknown };
-  if (typeof path === 'string' && !(isCoreSchema(path) && isObject(value))) return [path];
-  return path === undefined || typeof path === 'string' ? keyPaths(value) : [];
-}
-
-/** The keys of a partial resource, those under a core schema's URN among them. */
-function keyPaths(value: unknown): string[] {
-  if (!isObject(value)) return [];
-  return Object.entries(value).flatMap(([key, inner]) =>
-    isCoreSchema(key) && isObject(inner) ? keyPaths(inner) : [key],
-  );
-}
-
-function isCoreSchema(name: string): boolean {
-  const lower = name.toLowerCase();
-  return lower === SCIM_USER_SCHEMA.toLowerCase() || lower === SCIM_GROUP_SCHEMA.toLowerCase();
+  if (typeof path === 'string') return [path];
+  return path === undefined && typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? Object.keys(value)
+    : [];
 }
 
 /** The comparisons of a path scimmy may parse: not too long, its filter of a shape it reads right. */

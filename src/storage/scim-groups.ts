@@ -75,20 +75,46 @@ export async function findScimGroupNamed(db: Db, displayName: string): Promise<S
 }
 
 /**
- * A page of groups (`offset` from 0) in displayName order, all of them or those named
- * `displayName` in any case (RFC 7643: a Group's displayName is not case-exact); and how many in all.
+ * Which groups a list holds: all of them, those whose displayName is `displayName` without regard
+ * to case (RFC 7643: a Group's displayName is not case-exact), or the group `scimId` if
+ * `memberId` is one of its members (a directory's membership check).
  */
+export type ScimGroupsSelection =
+  | { readonly displayName: string }
+  | { readonly scimId: string; readonly memberId: string }
+  | null;
+
+/** A page of the groups `selection` holds (`offset` from 0) in displayName order; and how many in all. */
 export async function scimGroupsPage(
   db: Db,
-  displayName: string | undefined,
+  selection: ScimGroupsSelection,
   offset: number,
   limit: number,
 ): Promise<{ readonly groups: readonly StoredScimGroup[]; readonly total: number }> {
-  if (displayName !== undefined) return scimGroupsNamedPage(db, displayName, offset, limit);
+  if (selection !== null && 'memberId' in selection) {
+    const group = await scimGroupWithMember(db, selection.scimId, selection.memberId);
+    return {
+      groups: group === undefined || offset > 0 || limit === 0 ? [] : [group],
+      total: group === undefined ? 0 : 1,
+    };
+  }
+  if (selection !== null) return scimGroupsNamedPage(db, selection.displayName, offset, limit);
   const query = db.selectFrom('scim_groups');
   const counted = await query.select((eb) => eb.fn.countAll<number | string>().as('total')).executeTakeFirstOrThrow();
   const rows = limit === 0 ? [] : await query.selectAll().orderBy('display_name').limit(limit).offset(offset).execute();
   return { groups: rows.map(toGroup), total: Number(counted.total) };
+}
+
+/** The group, if `memberId` is one of its members. */
+async function scimGroupWithMember(db: Db, scimId: string, memberId: string): Promise<StoredScimGroup | undefined> {
+  const row = await db
+    .selectFrom('scim_groups')
+    .innerJoin('scim_group_members', 'scim_group_members.group_id', 'scim_groups.scim_id')
+    .selectAll('scim_groups')
+    .where('scim_groups.scim_id', '=', scimId)
+    .where('scim_group_members.member_id', '=', memberId)
+    .executeTakeFirst();
+  return row === undefined ? undefined : toGroup(row);
 }
 
 /** The groups' key for displayName: lower-cased as Unicode has it (`Équipe` is `équipe`), as userNames are. */

@@ -21,6 +21,7 @@ import {
   scimGroupsPage,
   setScimGroupMembers,
   updateScimGroup,
+  type ScimGroupsSelection,
   type StoredScimGroup,
 } from '../../storage/scim-groups.js';
 import { knownScimUserIds } from '../../storage/scim-users.js';
@@ -52,17 +53,18 @@ export async function directoryGroup(
 }
 
 /**
- * A page of groups (`startIndex` from 1), all or the one named `displayName`; with their
- * members while the page's stay within MAX_LISTED_MEMBERS, a group past that without them.
+ * A page of groups (`startIndex` from 1), those `selection` holds (all, those of one displayName in
+ * any case, or one group if it has that member); with their members while the page's stay within
+ * MAX_LISTED_MEMBERS, a group past that without them.
  */
 export async function directoryGroups(
   ctx: PortalContext,
-  displayName: string | null,
+  selection: ScimGroupsSelection,
   startIndex: number,
   count: number,
   reading: GroupReading = WITH_MEMBERS,
 ): Promise<{ readonly groups: ScimGroupView[]; readonly total: number }> {
-  const page = await scimGroupsPage(ctx.db, displayName ?? undefined, startIndex - 1, count);
+  const page = await scimGroupsPage(ctx.db, selection, startIndex - 1, count);
   const counts = reading.members
     ? await memberCountsOfScimGroups(
         ctx.db,

@@ -1,4 +1,5 @@
-// The SCIM `/Groups` endpoint: create, read, list (`filter=displayName eq "…"`, paged), replace,
+// The SCIM `/Groups` endpoint: create, read, list (`filter=displayName eq "…"`, or a directory's
+// membership check `id eq "…" and members eq "…"`; paged), replace,
 // patch (members added, removed — also by a filter, such as Entra ID's `members[value eq "…"]` —
 // or replaced) and delete, on the directory feature; a change that took members out answers the
 // receipts of the configurations they lost (`scim.groupProfiles`). Every answer takes `attributes`
@@ -16,14 +17,13 @@ import {
   replaceDirectoryGroup,
 } from '../../core/directory/index.js';
 import {
-  GROUP_FILTERABLE,
   groupResource,
   groupResourceText,
   listResponse,
   patchGroup,
   readGroup,
   readGroupAttributes,
-  readListQuery,
+  readGroupListQuery,
   SCIM_CONTENT_TYPE,
   type GroupAttributeSelection,
   type ScimGroupView,
@@ -48,9 +48,9 @@ export function groupRoutes(app: FastifyInstance, ctx: PortalContext, requests: 
   ) => sendGroup(reply, status, group, location(group.id), selection, headers);
 
   app.get(path, async (request, reply) => {
-    const query = readListQuery(request.query, GROUP_FILTERABLE);
+    const query = readGroupListQuery(request.query);
     const selection = readGroupAttributes(request.query);
-    const page = await directoryGroups(ctx, query.filter?.value ?? null, query.startIndex, query.count, selection);
+    const page = await directoryGroups(ctx, query.filter, query.startIndex, query.count, selection);
     const resources = page.groups.map((group) => groupResource(group, location(group.id), selection));
     return sendScim(reply, 200, listResponse(resources, page.total, query.startIndex));
   });

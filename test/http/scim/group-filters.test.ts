@@ -1,13 +1,98 @@
 // How a directory looks a group up before it changes it: by displayName, compared without regard
-// to case (RFC 7643: a Group's displayName is not case-exact). Found by the exact name alone,
-// a directory whose group is written in another case here made a second group.
+// to case (RFC 7643: a Group's displayName is not case-exact), and by a membership check,
+// `id eq "…" and members eq "…"` (as clients such as ssosync send it; others write the member
+// `members.value eq "…"` or `members[value eq "…"]`, Entra ID among them by other SCIM servers'
+// account): the group if the user is in it, an empty
+// list otherwise. Refused with 400, the directory could not check and failed its sync; found by
+// the exact name alone, a directory whose group is written in another case here made a second one.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { makeAdminKey } from '../../support/admin-keys.js';
 import { scimClient } from '../../support/scim-client.js';
 import { startTestPortal } from '../../support/test-portal.js';
 
+const USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
 const GROUP = 'urn:ietf:params:scim:schemas:core:2.0:Group';
+
+test('a directory checks whether a user is in a group by id and members, in each spelling, and gets the group or an empty list', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const scim = scimClient(portal, await makeAdminKey(portal, 'directory', { scope: 'scim' }));
+  const userId = async (userName: string): Promise<string> => {
+    const made = await scim.send('POST', 'Users', { schemas: [USER], userName });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    return String(made.body?.['id']);
+  };
+  const kim = await userId('kim@example.org');
+  const lou = await userId('lou@example.org');
+  const made = await scim.send('POST', 'Groups', {
+    schemas: [GROUP],
+    displayName: 'VPN Staff',
+    members: [{ value: kim }],
+  });
+  assert.equal(made.status, 201, JSON.stringify(made.body));
+  const group = String(made.body?.['id']);
+  const other = await scim.send('POST', 'Groups', {
+    schemas: [GROUP],
+    displayName: 'VPN Guests',
+    members: [{ value: lou }],
+  });
+  assert.equal(other.status, 201, JSON.stringify(other.body));
+
+  const found = async (filter: string): Promise<string[]> => {
+    const answer = await scim.send('GET', `Groups?excludedAttributes=members&filter=${encodeURIComponent(filter)}`);
+    assert.equal(answer.status, 200, `${filter}: ${JSON.stringify(answer.body)}`);
+    const resources = (answer.body?.['Resources'] ?? []) as { id: string; members?: unknown }[];
+    assert.equal(answer.body?.['totalResults'], resources.length);
+    assert.ok(
+      resources.every((resource) => resource.members === undefined),
+      'members left out as asked',
+    );
+    return resources.map((resource) => resource.id);
+  };
+  for (const [member, spelling] of [
+    (id: string) => `members eq "${id}"`,
+    (id: string) => `members.value eq "${id}"`,
+    (id: string) => `members[value eq "${id}"]`,
+    (id: string) => `${GROUP}:Members[Value EQ "${id}"]`,
+  ].entries()) {
+    assert.deepEqual(await found(`id eq "${group}" and ${spelling(kim)}`), [group], `spelling ${member}: kim is in`);
+    assert.deepEqual(await found(`${spelling(kim)} AND id eq "${group}"`), [group], `spelling ${member}, member first`);
+    assert.deepEqual(await found(`id eq "${group}" and ${spelling(lou)}`), [], `spelling ${member}: lou is not`);
+  }
+  assert.deepEqual(await found(`id eq "no-such-group" and members eq "${kim}"`), []);
+
+  // Lou joins; the check then finds the group, with its members when asked.
+  const joined = await scim.send('PATCH', `Groups/${group}`, {
+    schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+    Operations: [{ op: 'add', path: 'members', value: [{ value: lou }] }],
+  });
+  assert.equal(joined.status, 200, JSON.stringify(joined.body));
+  const whole = await scim.send(
+    'GET',
+    `Groups?filter=${encodeURIComponent(`id eq "${group}" and members eq "${lou}"`)}`,
+  );
+  assert.equal(whole.status, 200, JSON.stringify(whole.body));
+  const resources = whole.body?.['Resources'] as { members: { value: string }[] }[];
+  assert.deepEqual(
+    resources.map((resource) => resource.members.map((entry) => entry.value).sort()),
+    [[kim, lou].sort()],
+  );
+
+  // What is not a membership check is still refused, saying what is read.
+  for (const filter of [
+    `id eq "${group}" or members eq "${kim}"`,
+    `id eq "${group}" and members eq "${kim}" and members eq "${lou}"`,
+    `members eq "${kim}"`,
+    `displayName eq "VPN Staff" and members eq "${kim}"`,
+    `id eq "${group}" and members[display eq "kim@example.org"]`,
+  ]) {
+    const refused = await scim.send('GET', `Groups?filter=${encodeURIComponent(filter)}`);
+    assert.equal(refused.status, 400, filter);
+    assert.equal(refused.body?.['scimType'], 'invalidFilter', filter);
+    assert.match(String(refused.body?.['detail']), /id eq "…" and members eq "…"/, filter);
+  }
+});
 
 test('a directory finds its group by displayName in another case, and a name in another case is still its own group', async (t) => {
   const portal = await startTestPortal();
