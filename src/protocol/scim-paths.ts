@@ -29,10 +29,11 @@ export function canonicalOperation(operation: unknown, definition: Definition): 
   if (typeof path !== 'string')
     return 'value' in operation ? { ...operation, value: canonicalValue(value, definition) } : operation;
   const target = resolved(path, definition);
-  // RFC 7644 §3.5.2: a path may name a schema. The core schema's URN with an object names the
-  // resource itself, so the operation is one without a path (an enterprise URN keeps its path,
-  // which scimmy applies to the extension's part): its `active: false` disables the user.
-  if (target.target === definition && isRecord(operation['value']))
+  // RFC 7644 §3.5.2: a path may name a schema. The core schema's URN with an object to add or
+  // replace names the resource itself, so the operation is one without a path (an enterprise URN
+  // keeps its path, which scimmy applies to the extension's part): its `active: false` disables
+  // the user. A remove of the whole resource stays refused.
+  if (target.target === definition && isRecord(operation['value']) && addsOrReplaces(operation['op']))
     return { ...withoutPath(operation), value: partialResource(operation['value'], definition, new Set()) };
   return {
     ...operation,
@@ -178,6 +179,10 @@ function extensionsOf(definition: Definition): Definition[] {
   return (definition.attributes as readonly unknown[]).filter(
     (attribute): attribute is Definition => attribute instanceof SCIMMY.Types.SchemaDefinition,
   );
+}
+
+function addsOrReplaces(op: unknown): boolean {
+  return typeof op === 'string' && ['add', 'replace'].includes(op.toLowerCase());
 }
 
 /** The operation without its `path` (a value naming the resource itself). */

@@ -39,6 +39,14 @@ test('a directory PATCHes its user by the core schema URN as path with active fa
   assert.equal(back.body?.['active'], true);
   assert.deepEqual(await portal.admin.disabledUsers(), []);
 
+  // A remove of the whole resource is still refused, and changes nothing.
+  const removed = await scim.send('PATCH', `Users/${id}`, {
+    schemas: [PATCH_OP],
+    Operations: [{ op: 'remove', path: USER, value: { active: false } }],
+  });
+  assert.equal(removed.status, 400, JSON.stringify(removed.body));
+  assert.deepEqual(await portal.admin.disabledUsers(), []);
+
   // A title changed by that path says nothing of `active`: the user stays as it is.
   const titled = await scim.send('PATCH', `Users/${id}`, {
     schemas: [PATCH_OP],
