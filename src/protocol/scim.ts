@@ -502,9 +502,9 @@ function andTerms(text: string): string[] {
   for (let index = 0; index < text.length; index += 1) {
     const char = text[index];
     if (char === '"') {
-      const end = closingQuote(text.slice(index));
+      const end = closingQuote(text, index);
       if (end === -1) break;
-      index += end;
+      index = end;
     } else if (char === '[') depth += 1;
     else if (char === ']') depth -= 1;
     else if (depth === 0 && /\s/.test(char ?? '')) {
@@ -591,9 +591,9 @@ function filterableAttribute(name: string, filterable: ScimFilterable): string |
   return filterable.attributes.find((attribute) => attribute.toLowerCase() === bare);
 }
 
-/** Where the string that opens `text` ends (a `"` no backslash escapes); -1 if it never does. */
-function closingQuote(text: string): number {
-  for (let index = 1; index < text.length; index += 1) {
+/** Where the string that opens `text` at `from` ends (a `"` no backslash escapes); -1 if it never does. */
+function closingQuote(text: string, from = 0): number {
+  for (let index = from + 1; index < text.length; index += 1) {
     if (text[index] === '\\') index += 1;
     else if (text[index] === '"') return index;
   }

@@ -14,6 +14,7 @@ import {
   patchGroup,
   patchUser,
   readGroup,
+  readGroupListQuery,
   readListQuery,
   readUser,
   ScimProblem,
@@ -693,5 +694,31 @@ test('a NUL character anywhere in a body, value or name, is refused; one escaped
       (error: unknown) =>
         error instanceof ScimProblem && error.scimType === 'invalidValue' && /lone surrogate/.test(error.message),
       JSON.stringify(body),
+    );
+});
+
+test('a Group list reads a membership check whose values hold "and", quotes and brackets as one group id and one member id', () => {
+  const filterOf = (filter: string) => readGroupListQuery({ filter }).filter;
+  assert.deepEqual(filterOf('id eq "a and b" and members[value eq "c ] and d"]'), {
+    scimId: 'a and b',
+    memberId: 'c ] and d',
+  });
+  assert.deepEqual(filterOf('members.value eq "x\\"y"  \t AND\n id eq "g\\u00e9"'), {
+    scimId: 'g\u00e9',
+    memberId: 'x"y',
+  });
+  assert.deepEqual(filterOf('displayName eq "Staff and Guests"'), { displayName: 'Staff and Guests' });
+  for (const filter of [
+    'id eq "g" and members eq "u" and',
+    'id eq "g" and id eq "h"',
+    'members eq "u" and members eq "v"',
+    `urn:ietf:params:scim:schemas:core:2.0:Group:id eq "g" and members eq "u"`,
+    'id eq "g" and members eq "u\\u0000"',
+    `id eq "g" and members eq "${'"'.repeat(5000)}`,
+  ])
+    assert.throws(
+      () => filterOf(filter),
+      (error: unknown) => error instanceof ScimProblem && error.scimType === 'invalidFilter',
+      filter,
     );
 });
