@@ -3,7 +3,8 @@
 // registered device (by serial, or mdm_id as `deviceId.matches` says), which gets its
 // configuration with its own key, bound to that certificate and ending no later than it. A
 // certificate can only ever reach the device it names; an id no live device has is refused (403),
-// and so is one no Admin API call could name (it can be no device the administrator registered).
+// and so is one no Admin API call could name (it can be no device the administrator registered),
+// and, with `registerAs`, one whose e-mail address names another user than the device's.
 import { randomUUID } from 'node:crypto';
 import type { VerifiedClientCertificate } from '../../keys/client-certificate.js';
 import type { Platform } from '../../shared/platforms.js';
@@ -223,6 +224,28 @@ async function refuseWhileCheckPending(ctx: PortalContext, device: StoredDevice)
     );
 }
 
+/**
+ * With `registerAs` the certificate names the device's user (its first subjectAltName e-mail
+ * address): one that names another user than the live device's was issued for a device the MDM
+ * handed on. Enrolling it as the earlier user's device would put the new user's traffic under
+ * the earlier user's name, and keep it on when the new user is disabled: refused (403) until that
+ * registration is retired, when the device registers itself for its new user. Letter case aside,
+ * as an e-mail address's domain has none. A certificate without an address changes nothing here.
+ */
+function refuseAnotherUsersDevice(
+  rule: NonNullable<PortalContext['config']['enrollment']['clientCertificate']>,
+  certificate: VerifiedClientCertificate,
+  device: StoredDevice,
+): void {
+  const email = certificate.emails[0];
+  if (rule.registerAs === null || email === undefined) return;
+  if (email.toLowerCase() === device.userId.toLowerCase()) return;
+  throw new PortalError(
+    'not-allowed',
+    `device ${device.deviceId} is registered to another user than the client certificate names (its subjectAltName e-mail address): a device handed on registers itself for its new user once that registration is retired`,
+  );
+}
+
 export async function enrollByCertificate(
   ctx: PortalContext,
   enrollment: CertificateEnrollment,
@@ -246,7 +269,10 @@ export async function enrollByCertificate(
       `the client certificate's device id is no ${rule.deviceId.matches} an Admin API call can name (1 to 255 printable ASCII characters, no space)`,
     );
   const live = await findLiveDevice(ctx.db, rule.deviceId.matches, deviceId);
-  if (live !== undefined) await refuseWhileCheckPending(ctx, live);
+  if (live !== undefined) {
+    refuseAnotherUsersDevice(rule, enrollment.certificate, live);
+    await refuseWhileCheckPending(ctx, live);
+  }
   const device = live ?? (await selfRegister(ctx, rule, enrollment));
   if (device === undefined)
     throw new PortalError(
