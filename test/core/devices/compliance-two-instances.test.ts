@@ -3,45 +3,26 @@
 // read began while a device was still compliant must not resume that device once the other
 // instance's later reading has suspended it as noncompliant.
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import type { MdmInventoryConfig } from '../../../src/config/portal-config.js';
 import { syncWithMdmInventory } from '../../../src/core/devices/index.js';
 import { asDeviceId, type DeviceId } from '../../../src/shared/ids.js';
 import { MdmStandIn } from '../../support/mdm-stand-in.js';
 import { shiftedClock } from '../../support/shifted-clock.js';
+import { SlowInventoryReading } from '../../support/slow-inventory-reading.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
 describe('the inventory pass on two portal instances', () => {
   let mdm: MdmStandIn;
   let portal: TestPortal;
-  let gate: Server;
-  let gateUrl: string;
-  let release: () => void = () => {};
-  let requested: () => void = () => {};
+  let otherReading: SlowInventoryReading;
   const clock = shiftedClock();
   let deviceId: DeviceId;
 
   before(async () => {
     mdm = await MdmStandIn.start();
     mdm.jsonAnswer = [{ serial: 'TWO-1', compliant: true }];
-    // The slow reading of the other instance: the inventory as it was when its read began, answered later.
-    gate = createServer((request, response) => {
-      void (async () => {
-        const snapshot = await (
-          await fetch(`${mdm.url}/inventory.json`, { headers: { authorization: request.headers.authorization ?? '' } })
-        ).text();
-        requested();
-        await new Promise<void>((resolve) => {
-          release = resolve;
-        });
-        response.writeHead(200, { 'content-type': 'application/json' }).end(snapshot);
-      })();
-    });
-    await new Promise<void>((resolve) => gate.listen(0, '127.0.0.1', resolve));
-    const address = gate.address();
-    if (address === null || typeof address === 'string') throw new Error('no port');
-    gateUrl = `http://127.0.0.1:${address.port}/inventory.json`;
+    otherReading = await SlowInventoryReading.start(mdm);
     portal = await startTestPortal({
       clock,
       config: {
@@ -67,11 +48,9 @@ describe('the inventory pass on two portal instances', () => {
   });
 
   after(async () => {
-    release();
+    await otherReading?.close();
     await portal?.close();
     await mdm?.close();
-    gate?.closeAllConnections();
-    await new Promise<void>((resolve) => gate?.close(() => resolve()));
   });
 
   test('a pass that read "compliant" before the other instance suspended the device as noncompliant does not resume it', async () => {
@@ -81,12 +60,10 @@ describe('the inventory pass on two portal instances', () => {
     assert.equal((await portal.admin.device(deviceId)).state, 'registered');
     const config = portal.portal.ctx.config.mdmInventory as MdmInventoryConfig;
     assert.ok(config.source.provider === 'json');
-    const reachedGate = new Promise<void>((resolve) => {
-      requested = resolve;
-    });
+    const reachedGate = otherReading.nextReading();
     const otherInstance = syncWithMdmInventory(portal.portal.ctx, {
       ...config,
-      source: { ...config.source, url: gateUrl },
+      source: { ...config.source, url: otherReading.url },
     });
     await reachedGate;
     // The device falls out of compliance: this instance's pass suspends it.
@@ -94,7 +71,7 @@ describe('the inventory pass on two portal instances', () => {
     await schedule.runNow();
     assert.equal((await portal.admin.device(deviceId)).state, 'suspended');
     // Now the other instance's reading, older than that suspension, arrives.
-    release();
+    otherReading.release();
     await otherInstance;
     const device = await portal.admin.device(deviceId);
     assert.equal(

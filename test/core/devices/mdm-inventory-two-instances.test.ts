@@ -4,45 +4,26 @@
 // and skip it together. The pass whose reading ends last must not count the other's miss, noted
 // while its own reading was under way, as the reading before.
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import type { MdmInventoryConfig } from '../../../src/config/portal-config.js';
 import { syncWithMdmInventory } from '../../../src/core/devices/index.js';
 import { asDeviceId, type DeviceId } from '../../../src/shared/ids.js';
 import { MdmStandIn } from '../../support/mdm-stand-in.js';
 import { shiftedClock } from '../../support/shifted-clock.js';
+import { SlowInventoryReading } from '../../support/slow-inventory-reading.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
 describe('the inventory pass on two portal instances reading at the same moment', () => {
   let mdm: MdmStandIn;
   let portal: TestPortal;
-  let gate: Server;
-  let gateUrl: string;
-  let release: () => void = () => {};
-  let requested: () => void = () => {};
+  let otherReading: SlowInventoryReading;
   const clock = shiftedClock();
   const ids = new Map<string, DeviceId>();
 
   before(async () => {
     mdm = await MdmStandIn.start();
     mdm.jsonAnswer = ['SAME-1', 'SAME-2', 'SAME-3'];
-    // The other instance's reading: the inventory as it was when its read began, answered later.
-    gate = createServer((request, response) => {
-      void (async () => {
-        const snapshot = await (
-          await fetch(`${mdm.url}/inventory.json`, { headers: { authorization: request.headers.authorization ?? '' } })
-        ).text();
-        requested();
-        await new Promise<void>((resolve) => {
-          release = resolve;
-        });
-        response.writeHead(200, { 'content-type': 'application/json' }).end(snapshot);
-      })();
-    });
-    await new Promise<void>((resolve) => gate.listen(0, '127.0.0.1', resolve));
-    const address = gate.address();
-    if (address === null || typeof address === 'string') throw new Error('no port');
-    gateUrl = `http://127.0.0.1:${address.port}/inventory.json`;
+    otherReading = await SlowInventoryReading.start(mdm);
     portal = await startTestPortal({
       clock,
       config: { mdmInventory: { ...mdm.jsonConfig(), interval: 'P1D', maxRetirePerPass: 1 } },
@@ -65,11 +46,9 @@ describe('the inventory pass on two portal instances reading at the same moment'
   });
 
   after(async () => {
-    release();
+    await otherReading?.close();
     await portal?.close();
     await mdm?.close();
-    gate?.closeAllConnections();
-    await new Promise<void>((resolve) => gate?.close(() => resolve()));
   });
 
   test('a device both readings of one moment skipped is missed once, not retired', async () => {
@@ -80,12 +59,10 @@ describe('the inventory pass on two portal instances reading at the same moment'
     // For a moment the MDM's answer lacks SAME-2 (a page whose offsets shifted): the other
     // instance reads it now, and is slow to finish.
     mdm.jsonAnswer = ['SAME-1', 'SAME-3'];
-    const reachedGate = new Promise<void>((resolve) => {
-      requested = resolve;
-    });
+    const reachedGate = otherReading.nextReading();
     const otherInstance = syncWithMdmInventory(portal.portal.ctx, {
       ...config,
-      source: { ...config.source, url: gateUrl },
+      source: { ...config.source, url: otherReading.url },
     });
     await reachedGate;
     // This instance reads the same moment and notes the miss.
@@ -98,7 +75,7 @@ describe('the inventory pass on two portal instances reading at the same moment'
     assert.deepEqual(first.retired, []);
     // The moment passes: SAME-2 is listed again. Then the other instance's reading of that moment ends.
     mdm.jsonAnswer = ['SAME-1', 'SAME-2', 'SAME-3'];
-    release();
+    otherReading.release();
     const other = await otherInstance;
     assert.ok(other.outcome === 'retired', other.outcome);
     assert.deepEqual(other.retired, [], 'a reading made while the miss was noted is not the reading after it');
