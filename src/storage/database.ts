@@ -103,6 +103,7 @@ import { deviceJamfEventAt } from './migrations/0058-device-jamf-event-at.js';
 import { consoleOidcSessionRules } from './migrations/0059-console-oidc-session-rules.js';
 import { radiusOutboxAddress } from './migrations/0060-radius-outbox-address.js';
 import { scimDirectoryActive } from './migrations/0061-scim-directory-active.js';
+import { scimGroupNameKeys } from './migrations/0062-scim-group-name-key.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -178,6 +179,7 @@ const migrations: Record<string, Migration> = {
   '0059-console-oidc-session-rules': consoleOidcSessionRules,
   '0060-radius-outbox-address': radiusOutboxAddress,
   '0061-scim-directory-active': scimDirectoryActive,
+  '0062-scim-group-name-key': scimGroupNameKeys,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

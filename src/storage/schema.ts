@@ -488,6 +488,12 @@ export interface ScimGroupsTable {
   external_id: string | null;
   created_at: string;
   updated_at: string;
+  /**
+   * The key a directory's displayName filter compares by, case-insensitive (migration 0062,
+   * src/storage/scim-group-name-key.ts). The column takes null (SQLite adds no NOT NULL column
+   * without a default); every row is written with its key, so the type does not.
+   */
+  display_name_key: string;
 }
 
 /** A SCIM user in a directory group (migration 0027, src/storage/scim-groups.ts). */

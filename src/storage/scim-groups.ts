@@ -1,10 +1,10 @@
 // Queries on `scim_groups` and `scim_group_members` (migration 0027): the directory's groups,
 // named by their displayName (what `scim.groupProfiles` maps to profiles), and their members,
 // each a SCIM user.
-import { sql } from 'kysely';
 import type { UserId } from '../shared/ids.js';
 import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import { isPostgres, type Db } from './database.js';
+import { scimGroupNameKey } from './scim-group-name-key.js';
 import { SCIM_IDS_PER_STATEMENT } from './scim-users.js';
 
 export interface StoredScimGroup {
@@ -27,6 +27,7 @@ export async function insertScimGroup(db: Db, group: StoredScimGroup): Promise<v
     .values({
       scim_id: group.scimId,
       display_name: group.displayName,
+      display_name_key: scimGroupNameKey(group.displayName),
       external_id: group.externalId,
       created_at: group.createdAt,
       updated_at: group.updatedAt,
@@ -41,7 +42,12 @@ export async function updateScimGroup(
 ): Promise<void> {
   await db
     .updateTable('scim_groups')
-    .set({ display_name: change.displayName, external_id: change.externalId, updated_at: change.updatedAt })
+    .set({
+      display_name: change.displayName,
+      display_name_key: scimGroupNameKey(change.displayName),
+      external_id: change.externalId,
+      updated_at: change.updatedAt,
+    })
     .where('scim_id', '=', scimId)
     .execute();
 }
@@ -117,43 +123,22 @@ async function scimGroupWithMember(db: Db, scimId: string, memberId: string): Pr
   return row === undefined ? undefined : toGroup(row);
 }
 
-/** The groups' key for displayName: lower-cased as Unicode has it (`Équipe` is `équipe`), as userNames are. */
-function displayNameKey(displayName: string): string {
-  return displayName.toLowerCase();
+/** The groups named `displayName` in any case, by the key kept beside each (migration 0062), in its index. */
+export function scimGroupsNamedQuery(db: Db, displayName: string) {
+  return db.selectFrom('scim_groups').where('display_name_key', '=', scimGroupNameKey(displayName));
 }
 
-/**
- * A page of the groups named `displayName` in any case. Both databases lower-case only A to Z
- * (PostgreSQL under the "C" collation, so as on every server), and JavaScript all of Unicode: so
- * the database picks the names whose A-to-Z lower case is the key, and those holding any other
- * character, and displayNameKey decides among them.
- */
+/** A page of the groups named `displayName` in any case. */
 async function scimGroupsNamedPage(
   db: Db,
   displayName: string,
   offset: number,
   limit: number,
 ): Promise<{ readonly groups: readonly StoredScimGroup[]; readonly total: number }> {
-  const key = displayNameKey(displayName);
-  const lowered = isPostgres(db) ? sql<string>`lower(display_name collate "C")` : sql<string>`lower(display_name)`;
-  const notAscii = isPostgres(db)
-    ? sql<boolean>`octet_length(display_name) <> length(display_name)`
-    : sql<boolean>`length(cast(display_name as blob)) <> length(display_name)`;
-  const candidates = await db
-    .selectFrom('scim_groups')
-    .select(['scim_id', 'display_name'])
-    .where((eb) => eb.or([eb(lowered, '=', key), notAscii]))
-    .execute();
-  // Ordered by code unit: the same on both databases (names differing in case only are rare).
-  const matching = candidates
-    .filter((row) => displayNameKey(row.display_name) === key)
-    .sort((one, other) => (one.display_name < other.display_name ? -1 : one.display_name > other.display_name ? 1 : 0));
-  const named = matching.slice(offset, offset + limit).map((row) => row.scim_id);
-  const total = matching.length;
-  if (named.length === 0) return { groups: [], total };
-  const rows = await db.selectFrom('scim_groups').selectAll().where('scim_id', 'in', named).execute();
-  const byId = new Map(rows.map((row) => [row.scim_id, toGroup(row)]));
-  return { groups: named.flatMap((scimId) => byId.get(scimId) ?? []), total };
+  const query = scimGroupsNamedQuery(db, displayName);
+  const counted = await query.select((eb) => eb.fn.countAll<number | string>().as('total')).executeTakeFirstOrThrow();
+  const rows = limit === 0 ? [] : await query.selectAll().orderBy('display_name').limit(limit).offset(offset).execute();
+  return { groups: rows.map(toGroup), total: Number(counted.total) };
 }
 
 /** The members of a group, in user id order. */

@@ -58,4 +58,5 @@ export const EXPECTED_MIGRATIONS = [
   '0059-console-oidc-session-rules',
   '0060-radius-outbox-address',
   '0061-scim-directory-active',
+  '0062-scim-group-name-key',
 ] as const;

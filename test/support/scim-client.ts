@@ -2,6 +2,7 @@
 // provisioning client sends them (Bearer key, application/scim+json), answers read as JSON.
 import { randomUUID } from 'node:crypto';
 import { REVOCATION_HEADER } from '../../src/protocol/admin-api.js';
+import { insertScimGroup } from '../../src/storage/scim-groups.js';
 import type { TestPortal } from './test-portal.js';
 
 export interface ScimAnswer {
@@ -98,16 +99,7 @@ export async function seedScimGroup(
 ): Promise<string> {
   const db = portal.portal.ctx.db;
   const scimId = randomUUID();
-  await db
-    .insertInto('scim_groups')
-    .values({
-      scim_id: scimId,
-      display_name: displayName,
-      external_id: null,
-      created_at: SEEDED_AT,
-      updated_at: SEEDED_AT,
-    })
-    .execute();
+  await insertScimGroup(db, { scimId, displayName, externalId: null, createdAt: SEEDED_AT, updatedAt: SEEDED_AT });
   for (let start = 0; start < memberIds.length; start += 500)
     await db
       .insertInto('scim_group_members')
