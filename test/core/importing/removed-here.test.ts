@@ -689,7 +689,13 @@ test('a user the import brought disabled and the directory then calls inactive g
     reasonsOf(plan).get(issued.publicKey),
     'its user wes is disabled here: the import brings it no configuration, also once enabled again',
   );
-  await portal.admin.enableUser('wes');
+  // Wes comes back: the directory calls him active, which enables him here (an administrator's
+  // enable alone is refused while the directory calls him inactive).
+  const back = await scim.send('PATCH', `Users/${String(linked.body?.['id'])}`, {
+    schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+    Operations: [{ op: 'replace', path: 'active', value: true }],
+  });
+  assert.equal(back.body?.['active'], true, JSON.stringify(back.body));
   assert.ok(!(await wantedOnNode()).includes(issued.publicKey));
   assert.deepEqual(await peersWithKeys(ctx.db, [issued.publicKey]), []);
 });
