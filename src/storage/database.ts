@@ -104,6 +104,7 @@ import { consoleOidcSessionRules } from './migrations/0059-console-oidc-session-
 import { radiusOutboxAddress } from './migrations/0060-radius-outbox-address.js';
 import { scimDirectoryActive } from './migrations/0061-scim-directory-active.js';
 import { scimGroupNameKeys } from './migrations/0062-scim-group-name-key.js';
+import { liveDeviceIdentifiersAnyCase } from './migrations/0063-live-device-identifiers-any-case.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -180,6 +181,7 @@ const migrations: Record<string, Migration> = {
   '0060-radius-outbox-address': radiusOutboxAddress,
   '0061-scim-directory-active': scimDirectoryActive,
   '0062-scim-group-name-key': scimGroupNameKeys,
+  '0063-live-device-identifiers-any-case': liveDeviceIdentifiersAnyCase,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

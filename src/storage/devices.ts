@@ -125,6 +125,36 @@ export async function findLiveDevice(
   return row === undefined ? undefined : toDevice(row);
 }
 
+/** At most this many live devices are read whose identifier differs from another only in letter case. */
+const ANY_CASE_LIMIT = 16;
+
+/**
+ * The live devices with this serial (or mdm_id), letter case aside: the one that has it as
+ * written, else every one whose identifier differs only in case (an MDM names a UDID in capitals
+ * that another tool registered in small letters). More than one only when devices were registered
+ * with identifiers that differ only in case (the unique indexes compare bytes): the caller
+ * decides what an ambiguous name may do. Identifiers are printable ASCII, so both databases and
+ * JavaScript lower-case them alike. Reads the unique index, then the lower-cased one of 0063.
+ */
+export async function findLiveDevicesAnyCase(db: Db, by: 'serial' | 'mdm_id', value: string): Promise<StoredDevice[]> {
+  const exact = await findLiveDevice(db, by, value);
+  if (exact !== undefined) return [exact];
+  const rows = await liveDevicesAnyCaseQuery(db, by, value).execute();
+  return rows.map(toDevice);
+}
+
+/** The query of findLiveDevicesAnyCase past the exact match (its plan is tested). */
+export function liveDevicesAnyCaseQuery(db: Db, by: 'serial' | 'mdm_id', value: string) {
+  return db
+    .selectFrom('devices')
+    .selectAll()
+    .where(sql<string>`lower(${sql.ref(by)})`, '=', value.toLowerCase())
+    .where('state', '<>', 'retired')
+    .where(by, 'is not', null)
+    .orderBy('device_id')
+    .limit(ANY_CASE_LIMIT);
+}
+
 /** The retired devices named by this serial (or mdm_id): where each look-up of a retired device starts. */
 function retiredDevicesNamed(db: Db, by: 'serial' | 'mdm_id', value: string) {
   return db.selectFrom('devices').selectAll().where(by, '=', value).where('state', '=', 'retired');

@@ -10,6 +10,7 @@ import { sql } from 'kysely';
 import { isPostgres, type Db } from '../../src/storage/database.js';
 import {
   liveDeviceQuery,
+  liveDevicesAnyCaseQuery,
   liveDevicesIssuedByQuery,
   liveDevicesWithCertificatesQuery,
 } from '../../src/storage/devices.js';
@@ -117,6 +118,17 @@ test('an enrollment or an MDM push finds its live device by serial or MDM id in 
     ['mdm_id', 'mdm-1234', /devices_live_mdm_id|devices_by_mdm_id/],
   ] as const) {
     const plan = await queryPlan(db, liveDeviceQuery(db, by, value).compile());
+    assert.match(plan, index, plan);
+    assert.doesNotMatch(plan, fullScan, plan);
+  }
+});
+
+test('an MDM push that names a device in another letter case finds it in the lower-cased index', async () => {
+  for (const [by, value, index] of [
+    ['serial', 'c021234', /devices_live_serial_lower/],
+    ['mdm_id', 'MDM-1234', /devices_live_mdm_id_lower/],
+  ] as const) {
+    const plan = await queryPlan(db, liveDevicesAnyCaseQuery(db, by, value).compile());
     assert.match(plan, index, plan);
     assert.doesNotMatch(plan, fullScan, plan);
   }

@@ -59,4 +59,5 @@ export const EXPECTED_MIGRATIONS = [
   '0060-radius-outbox-address',
   '0061-scim-directory-active',
   '0062-scim-group-name-key',
+  '0063-live-device-identifiers-any-case',
 ] as const;

@@ -3,10 +3,11 @@
 // another reason stays suspended for this one too), one that joins it has that reason ended, and
 // is resumed only when no other reason stands (an administrator's or a compliance suspension
 // stays); `ComputerInventoryCompleted` refreshes the computer's identifiers (a device registered
-// with only its serial or only its UDID gets the other). A device is found by its UDID (the
-// portal's `mdm_id`), else its serial (each as written, else in upper or lower case), and resumed
-// only when the other identifier the event names does not differ from the one it is registered
-// with (another Jamf record sharing its serial);
+// with only its serial or only its UDID gets the other). A device is found by its UDID
+// (the portal's `mdm_id`), else its serial, letter case aside (several devices that differ only
+// in case are all suspended by a "left", and none is changed otherwise), and resumed only when
+// the other identifier the event names does not differ from the one it is registered with
+// (another Jamf record sharing its serial);
 // one the event names by its Jamf id alone (as computer group events may) is looked up in Jamf
 // Pro's inventory with the API client of `mdmInventory` when that is Jamf Pro's, before anything
 // changes (Jamf Pro unreachable: 503, so that Jamf Pro sends it again; meanwhile only the devices
@@ -29,7 +30,7 @@ import {
   claimJamfEvent,
   fillDeviceIdentifier,
   findDevice,
-  findLiveDevice,
+  findLiveDevicesAnyCase,
   type StoredDevice,
 } from '../../storage/devices.js';
 import { portalCall } from '../admin-call.js';
@@ -89,8 +90,9 @@ export async function applyJamfEvent(
   }
   const found = deviceFinder(ctx, event.webhookEvent, counts);
   if (event.kind === 'inventory') {
-    const device = await found(event.device);
-    if (device === undefined) return { ...outcome, unknown: 1 };
+    const [device, ...others] = await found(event.device);
+    // Several devices that differ only in letter case: which one Jamf Pro means cannot be told.
+    if (device === undefined || others.length > 0) return { ...outcome, unknown: 1 };
     const refreshed = await refreshIdentifiers(ctx, device, event.device);
     return { ...outcome, refreshed: refreshed ? 1 : 0, unchanged: refreshed ? 0 : 1 };
   }
@@ -107,15 +109,22 @@ export async function applyJamfEvent(
 
 type GroupChangeEvent = Extract<JamfEvent, { readonly kind: 'group-change' }>;
 
-/** Finds the device Jamf Pro names among the live ones; an unknown one is logged and counted. */
-function deviceFinder(
-  ctx: PortalContext,
-  webhookEvent: string,
-  counts: JamfPushCounts,
-): (device: JamfDevice) => Promise<StoredDevice | undefined> {
+/** The live devices an entry of an event names: one, none, or several that differ only in letter case. */
+type DeviceFinder = (device: JamfDevice) => Promise<readonly StoredDevice[]>;
+
+/**
+ * Finds the devices Jamf Pro names among the live ones; an unknown one is logged and counted, as
+ * is a name several devices hold letter case aside (logged: only a suspension takes them all).
+ */
+function deviceFinder(ctx: PortalContext, webhookEvent: string, counts: JamfPushCounts): DeviceFinder {
   return async (device) => {
     const stored = await findByIdentifiers(ctx, device);
-    if (stored === undefined) {
+    if (stored.length > 1)
+      ctx.logger.warn(
+        { webhookEvent, udid: device.udid, serial: device.serial, deviceIds: stored.map((found) => found.deviceId) },
+        'Jamf Pro named a device that several live devices match, letter case aside; a "left" suspends them all, nothing else changes them',
+      );
+    if (stored.length === 0) {
       counts.unknownDevices += 1;
       ctx.logger.info(
         { webhookEvent, jamfId: device.jamfId, udid: device.udid, serial: device.serial },
@@ -133,7 +142,7 @@ async function applyGroupChange(
   ctx: PortalContext,
   event: GroupChangeEvent,
   counts: JamfPushCounts,
-  found: (device: JamfDevice) => Promise<StoredDevice | undefined>,
+  found: DeviceFinder,
 ): Promise<JamfPushOutcome> {
   const { removed, added, unresolved } = await withJamfIdentifiers(ctx, event.devices, event.removed, event.added);
   const tally = { handled: 'applied' as const, suspended: 0, resumed: 0, refreshed: 0, unchanged: 0, unknown: 0 };
@@ -154,20 +163,22 @@ async function applyGroupChange(
   // Jamf Pro could not say which devices some Jamf ids are: those named otherwise that left lose
   // their tunnels now all the same (a revocation does not wait on a look-up of others).
   for (const named of unresolved === null ? removed : removed.filter((device) => !idOnly(device))) {
-    const device = await found(named);
-    if (device === undefined) {
-      tally.unknown += 1;
-      continue;
+    const devices = await found(named);
+    if (devices.length === 0) tally.unknown += 1;
+    // Several devices whose identifier differs only in letter case: a revocation takes them all.
+    for (const device of devices) {
+      leaving.add(device.deviceId);
+      count(await suspendForGroup(ctx, device, event.groupName, ahead ? null : event.at), 'suspended');
     }
-    leaving.add(device.deviceId);
-    count(await suspendForGroup(ctx, device, event.groupName, ahead ? null : event.at), 'suspended');
   }
   // Nothing is resumed: a device that left, named by its id alone, may be one named as joining.
   // The delivery fails, so that Jamf Pro sends it again.
   if (unresolved !== null) throw unreadableJamf(tally.suspended + tally.unchanged, unresolved);
-  for (const named of added) {
-    const device = await found(named);
-    const refused = device === undefined ? null : refusedResume(device, named, leaving, ahead);
+  const joining: { readonly named: JamfDevice; readonly devices: readonly StoredDevice[] }[] = [];
+  for (const named of added) joining.push({ named, devices: await found(named) });
+  for (const { named, devices } of joining) {
+    const [device] = devices;
+    const refused = device === undefined ? null : refusedResume(device, devices.length, named, leaving, ahead);
     if (device === undefined) tally.unknown += 1;
     else if (refused !== null) {
       if (refused.unknown) counts.unknownDevices += 1;
@@ -189,10 +200,12 @@ async function applyGroupChange(
 
 /**
  * Why a device the event names among those that joined is not resumed (and whether it counts as
- * unknown), or null to resume it.
+ * unknown), or null to resume it. `matching`: how many live devices the entry names, letter case
+ * aside.
  */
 function refusedResume(
   device: StoredDevice,
+  matching: number,
   named: JamfDevice,
   leaving: ReadonlySet<string>,
   ahead: boolean,
@@ -202,6 +215,12 @@ function refusedResume(
       unknown: false,
       message:
         'Jamf Pro named a device among those that left an allowed smart group and among those that joined it in one event; it stays suspended',
+    };
+  if (matching > 1)
+    return {
+      unknown: true,
+      message:
+        'Jamf Pro named a device that joined an allowed smart group that several live devices match, letter case aside; none is resumed',
     };
   if (contradicts(device, named))
     return {
@@ -275,25 +294,15 @@ function contradicts(device: StoredDevice, named: JamfDevice): boolean {
 }
 
 /**
- * The live device with the UDID as its mdm_id, else with the serial; each as written, else in
- * upper or lower case (a UDID registered as another tool writes it: a device leaving the group
- * must not stay on for a letter's case).
+ * The live devices with the UDID as their mdm_id, else with the serial, letter case aside (a UDID
+ * registered as another tool writes it: a device leaving the group must not stay on for a
+ * letter's case): the one with the identifier as written, else all that differ from it only in
+ * case (more than one only when such devices were registered; see findLiveDevicesAnyCase).
  */
-async function findByIdentifiers(ctx: PortalContext, device: JamfDevice): Promise<StoredDevice | undefined> {
-  return (await findInAnyCase(ctx, 'mdm_id', device.udid)) ?? (await findInAnyCase(ctx, 'serial', device.serial));
-}
-
-async function findInAnyCase(
-  ctx: PortalContext,
-  by: 'serial' | 'mdm_id',
-  value: string | null,
-): Promise<StoredDevice | undefined> {
-  if (value === null) return undefined;
-  for (const spelling of new Set([value, value.toUpperCase(), value.toLowerCase()])) {
-    const found = await findLiveDevice(ctx.db, by, spelling);
-    if (found !== undefined) return found;
-  }
-  return undefined;
+async function findByIdentifiers(ctx: PortalContext, device: JamfDevice): Promise<readonly StoredDevice[]> {
+  const byUdid = device.udid === null ? [] : await findLiveDevicesAnyCase(ctx.db, 'mdm_id', device.udid);
+  if (byUdid.length > 0 || device.serial === null) return byUdid;
+  return findLiveDevicesAnyCase(ctx.db, 'serial', device.serial);
 }
 
 /**
