@@ -1,10 +1,12 @@
 // Jamf Pro's webhook deliveries as Jamf sends them (its documented JSON payloads: `webhook`
 // with `webhookEvent`, and the `event`), the secret files of `mdmPush.jamf` (0600 in a 0700
 // folder), and a sender that posts a delivery to a portal's `{baseUrl}mdm/jamf`.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { TestContext } from 'node:test';
 import type { PortalConfigFile } from '../../src/config/schema.js';
+import { startTestPortal, type TestPortal } from './test-portal.js';
 
 export const JAMF_USER = 'jamf-webhook';
 export const JAMF_PASSWORD = 'correct horse battery staple';
@@ -142,4 +144,29 @@ export async function deliver(
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+/** A portal that takes Jamf Pro's webhooks (`mdmPush.jamf`), stopped and its secrets removed after `t`. */
+export interface JamfReceiverPortal {
+  readonly portal: TestPortal;
+  /** Where Jamf Pro delivers: `{baseUrl}mdm/jamf`. */
+  readonly receiver: string;
+  /** Registers one of alice's macOS devices in `employees`, by these identifiers. */
+  register(identifiers: { serial?: string; mdm_id?: string }): Promise<{ readonly device_id: string }>;
+  /** A registered device's state now. */
+  state(device: { readonly device_id: string }): Promise<string>;
+}
+
+export async function startJamfReceiverPortal(t: TestContext): Promise<JamfReceiverPortal> {
+  const folder = secretsFolder();
+  t.after(() => rmSync(folder, { recursive: true, force: true }));
+  const portal = await startTestPortal({ config: { mdmPush: { jamf: jamfPushOption(folder) } } });
+  t.after(() => portal.close());
+  return {
+    portal,
+    receiver: `${portal.portal.url}/vpn-user-portal/mdm/jamf`,
+    register: (identifiers) =>
+      portal.admin.registerDevice({ user_id: 'alice', profile_id: 'employees', platform: 'macos', ...identifiers }),
+    state: async (device) => (await portal.admin.device(device.device_id)).state,
+  };
 }

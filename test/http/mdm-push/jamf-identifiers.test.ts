@@ -4,26 +4,17 @@
 // surrogate (text no database stores as sent) in an identifier, or in a field the portal does not
 // read such as the device's name, refuses only that identifier, never the delivery.
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
 import { test } from 'node:test';
 import {
   ALLOWED_GROUP,
   deliver,
   groupChange,
   inventoryCompleted,
-  jamfPushOption,
-  secretsFolder,
+  startJamfReceiverPortal,
 } from '../../support/jamf-webhooks.js';
-import { startTestPortal } from '../../support/test-portal.js';
 
 test('a UDID or serial no device can hold names no device, and the rest of the delivery still applies', async (t) => {
-  const folder = secretsFolder();
-  t.after(() => rmSync(folder, { recursive: true, force: true }));
-  const portal = await startTestPortal({ config: { mdmPush: { jamf: jamfPushOption(folder) } } });
-  t.after(() => portal.close());
-  const receiver = `${portal.portal.url}/vpn-user-portal/mdm/jamf`;
-  const register = (identifiers: { serial?: string; mdm_id?: string }) =>
-    portal.admin.registerDevice({ user_id: 'alice', profile_id: 'employees', platform: 'macos', ...identifiers });
+  const { portal, receiver, register } = await startJamfReceiverPortal(t);
   const laptop = await register({ serial: 'C02GOOD001', mdm_id: 'UDID-GOOD-1' });
   const bySerial = await register({ serial: 'C02SERIAL2' });
 

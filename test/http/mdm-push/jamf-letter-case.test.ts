@@ -4,20 +4,11 @@
 // apart: a "left" naming that identifier suspends both (a revocation errs on the side of the
 // tunnel going), and a "joined" resumes neither.
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
 import { test } from 'node:test';
-import { ALLOWED_GROUP, deliver, groupChange, jamfPushOption, secretsFolder } from '../../support/jamf-webhooks.js';
-import { startTestPortal } from '../../support/test-portal.js';
+import { ALLOWED_GROUP, deliver, groupChange, startJamfReceiverPortal } from '../../support/jamf-webhooks.js';
 
 test('a device registered with a mixed-case UDID or serial follows the group whatever case Jamf Pro names it in', async (t) => {
-  const folder = secretsFolder();
-  t.after(() => rmSync(folder, { recursive: true, force: true }));
-  const portal = await startTestPortal({ config: { mdmPush: { jamf: jamfPushOption(folder) } } });
-  t.after(() => portal.close());
-  const receiver = `${portal.portal.url}/vpn-user-portal/mdm/jamf`;
-  const register = (identifiers: { serial?: string; mdm_id?: string }) =>
-    portal.admin.registerDevice({ user_id: 'alice', profile_id: 'employees', platform: 'macos', ...identifiers });
-  const state = async (device: { readonly device_id: string }) => (await portal.admin.device(device.device_id)).state;
+  const { receiver, register, state } = await startJamfReceiverPortal(t);
   const byUdid = await register({ mdm_id: '8a1B2c3D-4e5F-6a7B-8c9D-0e1F2a3B4c5D' });
   const bySerial = await register({ serial: 'C02mIxEd001' });
 
@@ -51,16 +42,9 @@ test('a device registered with a mixed-case UDID or serial follows the group wha
 });
 
 test('two devices whose UDIDs differ only in letter case are both suspended by a "left", and neither resumed by a "joined"', async (t) => {
-  const folder = secretsFolder();
-  t.after(() => rmSync(folder, { recursive: true, force: true }));
-  const portal = await startTestPortal({ config: { mdmPush: { jamf: jamfPushOption(folder) } } });
-  t.after(() => portal.close());
-  const receiver = `${portal.portal.url}/vpn-user-portal/mdm/jamf`;
-  const register = (mdmId: string) =>
-    portal.admin.registerDevice({ user_id: 'alice', profile_id: 'employees', platform: 'macos', mdm_id: mdmId });
-  const state = async (device: { readonly device_id: string }) => (await portal.admin.device(device.device_id)).state;
-  const lower = await register('udid-twice-9a');
-  const mixed = await register('Udid-Twice-9A');
+  const { receiver, register, state } = await startJamfReceiverPortal(t);
+  const lower = await register({ mdm_id: 'udid-twice-9a' });
+  const mixed = await register({ mdm_id: 'Udid-Twice-9A' });
 
   const left = await deliver(
     receiver,
