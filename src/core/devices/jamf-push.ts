@@ -174,9 +174,8 @@ async function applyGroupChange(
   // Nothing is resumed: a device that left, named by its id alone, may be one named as joining.
   // The delivery fails, so that Jamf Pro sends it again.
   if (unresolved !== null) throw unreadableJamf(tally.suspended + tally.unchanged, unresolved);
-  const joining: { readonly named: JamfDevice; readonly devices: readonly StoredDevice[] }[] = [];
-  for (const named of added) joining.push({ named, devices: await found(named) });
-  for (const { named, devices } of joining) {
+  for (const named of added) {
+    const devices = await found(named);
     const [device] = devices;
     const refused = device === undefined ? null : refusedResume(device, devices.length, named, leaving, ahead);
     if (device === undefined) tally.unknown += 1;
