@@ -151,6 +151,11 @@ function secretFile(name: string, path: string, content: string, adopt: () => Cr
   return { name, path, state: keyFileState(path, content), adopt: async () => adopt() };
 }
 
+/** The node whose wireguard.N.public.key eduVPN's files name `key` with, if any. */
+function nodeNamingPublicKey(keys: EduVpnKeys, key: string): NodeNumber | undefined {
+  return [...keys.wireGuardPublicKeys].find(([, named]) => named === key)?.[0];
+}
+
 /** Each node's WireGuard private key, checked against the public key eduVPN's files name. */
 function planWireGuardKeys(
   ctx: ImportContext,
@@ -174,7 +179,7 @@ function planWireGuardKeys(
     // Without the node's own wireguard.N.public.key nothing of eduVPN's records the key its
     // files name (wg_peers keeps none): a key given for the wrong node, or a public key file
     // given as the private key, is what can still be told.
-    const publicKeyOf = [...keys.wireGuardPublicKeys].find(([, otherKey]) => otherKey === privateKey)?.[0];
+    const publicKeyOf = nodeNamingPublicKey(keys, privateKey);
     if (publicKeyOf !== undefined) {
       conflicts.add({
         kind: 'keys',
@@ -183,10 +188,7 @@ function planWireGuardKeys(
       });
       continue;
     }
-    const otherNode =
-      named === undefined
-        ? [...keys.wireGuardPublicKeys].find(([, otherKey]) => otherKey === publicKey)?.[0]
-        : undefined;
+    const otherNode = named === undefined ? nodeNamingPublicKey(keys, publicKey) : undefined;
     if (otherNode !== undefined) {
       conflicts.add({
         kind: 'keys',
