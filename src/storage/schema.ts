@@ -470,7 +470,7 @@ export interface ScimUsersTable {
   profile_check_at: string | null;
   /**
    * The key its userName is compared by, case-insensitive (migration 0057,
-   * src/storage/scim-user-name-key.ts), unique; null only for a user made before 0057 whose name
+   * src/storage/scim-name-key.ts), unique; null only for a user made before 0057 whose name
    * differs only in case from an older one's.
    */
   user_name_key: string | null;
@@ -490,7 +490,7 @@ export interface ScimGroupsTable {
   updated_at: string;
   /**
    * The key a directory's displayName filter compares by, case-insensitive (migration 0062,
-   * src/storage/scim-group-name-key.ts). The column takes null (SQLite adds no NOT NULL column
+   * src/storage/scim-name-key.ts). The column takes null (SQLite adds no NOT NULL column
    * without a default); every row is written with its key, so the type does not.
    */
   display_name_key: string;

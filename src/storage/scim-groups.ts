@@ -4,7 +4,7 @@
 import type { UserId } from '../shared/ids.js';
 import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import { isPostgres, type Db } from './database.js';
-import { scimGroupNameKey } from './scim-group-name-key.js';
+import { scimNameKey } from './scim-name-key.js';
 import { SCIM_IDS_PER_STATEMENT } from './scim-users.js';
 
 export interface StoredScimGroup {
@@ -27,7 +27,7 @@ export async function insertScimGroup(db: Db, group: StoredScimGroup): Promise<v
     .values({
       scim_id: group.scimId,
       display_name: group.displayName,
-      display_name_key: scimGroupNameKey(group.displayName),
+      display_name_key: scimNameKey(group.displayName),
       external_id: group.externalId,
       created_at: group.createdAt,
       updated_at: group.updatedAt,
@@ -44,7 +44,7 @@ export async function updateScimGroup(
     .updateTable('scim_groups')
     .set({
       display_name: change.displayName,
-      display_name_key: scimGroupNameKey(change.displayName),
+      display_name_key: scimNameKey(change.displayName),
       external_id: change.externalId,
       updated_at: change.updatedAt,
     })
@@ -125,7 +125,7 @@ async function scimGroupWithMember(db: Db, scimId: string, memberId: string): Pr
 
 /** The groups named `displayName` in any case, by the key kept beside each (migration 0062), in its index. */
 export function scimGroupsNamedQuery(db: Db, displayName: string) {
-  return db.selectFrom('scim_groups').where('display_name_key', '=', scimGroupNameKey(displayName));
+  return db.selectFrom('scim_groups').where('display_name_key', '=', scimNameKey(displayName));
 }
 
 /** A page of the groups named `displayName` in any case. */

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { UserId } from '../shared/ids.js';
 import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import { isPostgres, type Db } from './database.js';
-import { scimUserNameKey } from './scim-user-name-key.js';
+import { scimNameKey } from './scim-name-key.js';
 
 export interface StoredScimUser {
   readonly scimId: string;
@@ -37,7 +37,7 @@ export async function insertScimUser(db: Db, user: StoredScimUser): Promise<void
     .values({
       scim_id: user.scimId,
       user_id: user.userId,
-      user_name_key: scimUserNameKey(user.userId),
+      user_name_key: scimNameKey(user.userId),
       external_id: user.externalId,
       attributes: JSON.stringify(user.attributes),
       created_at: user.createdAt,
@@ -128,7 +128,7 @@ export async function findScimUserNamed(db: Db, userName: string): Promise<ScimU
 }
 
 export function scimUserNamedQuery(db: Db, userName: string) {
-  return withState(db).where('scim_users.user_name_key', '=', scimUserNameKey(userName));
+  return withState(db).where('scim_users.user_name_key', '=', scimNameKey(userName));
 }
 
 /**
@@ -274,8 +274,7 @@ export async function scimUsersPage(
 
 export function scimUsersMatchingQuery(db: Db, match: ScimUsersMatch) {
   let query = withState(db);
-  if (match.userName !== undefined)
-    query = query.where('scim_users.user_name_key', '=', scimUserNameKey(match.userName));
+  if (match.userName !== undefined) query = query.where('scim_users.user_name_key', '=', scimNameKey(match.userName));
   if (match.externalId !== undefined) query = query.where('scim_users.external_id', '=', match.externalId);
   return query;
 }

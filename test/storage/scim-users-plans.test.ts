@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { isPostgres, type Db } from '../../src/storage/database.js';
 import { scimUserNamedQuery, scimUsersMatchingQuery } from '../../src/storage/scim-users.js';
-import { scimUserNameKey } from '../../src/storage/scim-user-name-key.js';
+import { scimNameKey } from '../../src/storage/scim-name-key.js';
 import { queryPlan } from '../support/query-plans.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
 
@@ -34,7 +34,7 @@ before(async () => {
         batch.map((userId, index) => ({
           scim_id: `00000000-0000-4000-8000-${String(start + index).padStart(12, '0')}`,
           user_id: userId,
-          user_name_key: scimUserNameKey(userId),
+          user_name_key: scimNameKey(userId),
           external_id: `ext-${start + index}`,
           attributes: '{}',
           created_at: AT,

@@ -20,7 +20,7 @@ import {
   type ScimUserWithState,
   type ScimUsersMatch,
 } from '../../storage/scim-users.js';
-import { scimUserNameKey } from '../../storage/scim-user-name-key.js';
+import { scimNameKey } from '../../storage/scim-name-key.js';
 import type { Database } from '../../storage/schema.js';
 import type { WireGuardPeer } from '../../storage/wg-peers.js';
 import { ensureUser, lockUser, takeOverImportDisable } from '../../storage/users.js';
@@ -149,7 +149,7 @@ async function changeDirectoryUser(
     if (current === undefined) throw noSuchScimUser(scimId);
     const input = await inputOf(viewOf(current));
     // The same name in another case is the same userName (RFC 7643): the user id stays as it is.
-    if (scimUserNameKey(input.userName) !== scimUserNameKey(current.userId)) {
+    if (scimNameKey(input.userName) !== scimNameKey(current.userId)) {
       const why = `userName is the user id on this portal ("${current.userId}") and cannot change; delete the user and create it again`;
       if (input.active !== false) throw new ScimProblem(400, 'mutability', why);
       // A person who left is often renamed and deactivated in one request: the rename is refused,

@@ -1,14 +1,14 @@
 // A SCIM user's userName is case-insensitive (RFC 7643: "caseExact": false): a directory asking
 // for `userName eq "alice@example.org"` must find the User it made as `Alice@Example.org`, and a
 // POST of that name in another case is the same User (409), not a second portal user. The key
-// the portal compares userNames by (src/storage/scim-user-name-key.ts) is kept beside each SCIM
+// the portal compares userNames by (src/storage/scim-name-key.ts) is kept beside each SCIM
 // user, unique: the look-up reads an index, and of two POSTs at once of one name in two cases
 // only one can commit. Users made before whose names differ only in case (a directory's second
 // POST made a second one) are kept as they are: the oldest of each name takes the key, the others
 // none, and are reached by their SCIM id alone.
 import { PostgresAdapter, sql, type Kysely, type Migration } from 'kysely';
 import { sizeLimitedGroups } from '../../shared/size-limited-groups.js';
-import { scimUserNameKey } from '../scim-user-name-key.js';
+import { scimNameKey } from '../scim-name-key.js';
 
 /** Rows per UPDATE: two values each, far below both dialects' parameter limits. */
 const UPDATE_ROWS = 500;
@@ -26,7 +26,7 @@ export const scimUserNameKeys: Migration = {
     `.execute(db);
     const keyed = new Map<string, string>();
     for (const user of users.rows) {
-      const key = scimUserNameKey(user.user_id);
+      const key = scimNameKey(user.user_id);
       if (!keyed.has(key)) keyed.set(key, user.scim_id);
     }
     for (const group of sizeLimitedGroups([...keyed], () => 1, UPDATE_ROWS)) {

@@ -1,10 +1,10 @@
 // A directory finds a group by `displayName eq "…"` in any case (RFC 7643: not case-exact). The
-// key it is compared by (src/storage/scim-group-name-key.ts) is kept beside each group, indexed,
+// key it is compared by (src/storage/scim-name-key.ts) is kept beside each group, indexed,
 // so the look-up a directory makes for each of its groups reads an index, not every group. Not
 // unique: groups whose names differ only in case may exist, and a filter answers them all.
 import { PostgresAdapter, sql, type Kysely, type Migration } from 'kysely';
 import { sizeLimitedGroups } from '../../shared/size-limited-groups.js';
-import { scimGroupNameKey } from '../scim-group-name-key.js';
+import { scimNameKey } from '../scim-name-key.js';
 
 /** Rows per UPDATE: two values each, far below both dialects' parameter limits. */
 const UPDATE_ROWS = 500;
@@ -19,7 +19,7 @@ export const scimGroupNameKeys: Migration = {
       SELECT scim_id, display_name FROM scim_groups
     `.execute(db);
     for (const group of sizeLimitedGroups(groups.rows, () => 1, UPDATE_ROWS)) {
-      const cases = group.map((row) => sql`WHEN ${row.scim_id} THEN ${scimGroupNameKey(row.display_name)}`);
+      const cases = group.map((row) => sql`WHEN ${row.scim_id} THEN ${scimNameKey(row.display_name)}`);
       const ids = group.map((row) => row.scim_id);
       await sql`UPDATE scim_groups SET display_name_key = CASE scim_id ${sql.join(cases, sql` `)} END
         WHERE scim_id IN (${sql.join(ids)})`.execute(db);
