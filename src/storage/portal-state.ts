@@ -20,6 +20,20 @@ export async function deleteState(db: Db, key: string): Promise<void> {
 }
 
 /**
+ * Writes `value` unless the key holds a greater one (compared as strings: ISO times of one
+ * format compare as times); answers whether it was written. One statement, so of instances
+ * racing the greatest value stays.
+ */
+export async function raiseState(db: Db, key: string, value: string): Promise<boolean> {
+  const written = await db
+    .insertInto('portal_state')
+    .values({ key, value })
+    .onConflict((conflict) => conflict.column('key').doUpdateSet({ value }).where('portal_state.value', '<=', value))
+    .executeTakeFirst();
+  return (written.numInsertedOrUpdatedRows ?? 0n) > 0n;
+}
+
+/**
  * Writes `value` only over `expected` (null: only when the key holds nothing): answers whether
  * it was written. One statement, so a value another instance wrote meanwhile is never overwritten
  * (PostgreSQL compares the row's newest version once it has its lock).

@@ -6,7 +6,8 @@
 // is deleted and another added between two pages, and the count still adds up), and a retirement
 // is final; the first miss is noted (src/storage/mdm-inventory-misses.ts), and counts only for a
 // reading that began after it was noted (another instance's reading of the same moment is the
-// same reading twice). With `compliance`, the same pass
+// same reading twice), and is written only over the misses of a reading that began before (a
+// slow reading ending last must not note again what a later one found). With `compliance`, the same pass
 // suspends the devices the MDM finds out of compliance and resumes those it finds compliant
 // again (src/core/devices/compliance.ts), as suspend_device and resume_device under `(portal)`.
 // Fail-safe: an inventory that cannot be read, or that would retire more than
@@ -20,6 +21,7 @@ import { messageOf } from '../../shared/error-message.js';
 import type { DeviceId, UserId } from '../../shared/ids.js';
 import { liveDeviceIdentifiers } from '../../storage/devices.js';
 import { inventoryMisses, replaceInventoryMisses } from '../../storage/mdm-inventory-misses.js';
+import { raiseState } from '../../storage/portal-state.js';
 import { formatAtom } from '../../shared/time.js';
 import { PORTAL_KEY_NAME, portalCall } from '../admin-call.js';
 import type { PortalContext } from '../context.js';
@@ -77,6 +79,9 @@ export interface CompliancePass {
   readonly suspended: readonly DeviceId[];
   readonly resumed: readonly DeviceId[];
 }
+
+/** `portal_state` key: when the reading whose misses `mdm_inventory_misses` holds began (ISO). */
+const MISSES_READING_BEGAN = 'mdm-inventory-misses-reading-began';
 
 /** Margin for registration times (stored to the second): a device registered while the inventory was read is not compared yet. */
 const REGISTRATION_MARGIN_MS = 1000;
@@ -203,8 +208,15 @@ export async function syncWithMdmInventory(ctx: PortalContext, config: MdmInvent
   const found = await compareWithMdmInventory(ctx, config);
   if (found.outcome === 'unreadable') return { ...found, dryRun: false };
   // Noted also when too many are gone: those still missing next time count as gone then.
-  await replaceInventoryMisses(ctx.db, [...found.gone, ...found.missed]);
+  const noted = await noteMisses(ctx, found.at, [...found.gone, ...found.missed]);
   if (found.outcome !== 'dry-run') return { ...found, dryRun: false };
+  if (!noted) {
+    ctx.logger.info(
+      { readingBegan: found.at.toISOString() },
+      'an MDM inventory reading that began after this one was applied first; this one changes nothing',
+    );
+    return { ...found, dryRun: false, outcome: 'retired' };
+  }
   const retired: RetiredDevice[] = [];
   for (const device of found.gone) {
     const done = await retireOnItsOwn(
@@ -217,6 +229,21 @@ export async function syncWithMdmInventory(ctx: PortalContext, config: MdmInvent
   }
   const compliance = found.compliance === null ? null : await applyCompliance(ctx, found.compliance);
   return { ...found, dryRun: false, outcome: 'retired', retired, compliance };
+}
+
+/**
+ * Notes what a reading missed in place of what the last one noted, unless a reading that began
+ * after it noted its own first (another instance's, quicker to end): that one may have found a
+ * device this one skipped, and a miss written back over its finding would let the pass after
+ * retire the device on one more skip. False when not noted: the later reading's word stands, and
+ * this pass retires, suspends and resumes nothing on its older one.
+ */
+async function noteMisses(ctx: PortalContext, readingBegan: Date, misses: readonly GoneDevice[]): Promise<boolean> {
+  return ctx.db.transaction().execute(async (trx) => {
+    if (!(await raiseState(trx, MISSES_READING_BEGAN, readingBegan.toISOString()))) return false;
+    await replaceInventoryMisses(trx, misses);
+    return true;
+  });
 }
 
 /** Suspends (unless held) and resumes as planned, each as the portal's own call; a failure is logged and tried again at the next pass. */

@@ -1,7 +1,8 @@
 // Two portal instances on one database each run the MDM inventory pass (nothing makes them take
 // turns). A pass reads the inventory first and the devices' states after: one whose (long, paged)
 // read began while a device was still compliant must not resume that device once the other
-// instance's later reading has suspended it as noncompliant.
+// instance's later reading has suspended it as noncompliant, nor suspend it once a later reading
+// found it compliant again.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { MdmInventoryConfig } from '../../../src/config/portal-config.js';
@@ -78,6 +79,35 @@ describe('the inventory pass on two portal instances', () => {
       device.state,
       'suspended',
       'the MDM says noncompliant now: a reading from before the suspension must not resume the device',
+    );
+  });
+
+  test('a pass that read "noncompliant" before the other instance found the device compliant again does not suspend it', async () => {
+    const schedule = portal.portal.mdmInventory;
+    assert.ok(schedule !== null);
+    mdm.jsonAnswer = [{ serial: 'TWO-1', compliant: true }];
+    await schedule.runNow();
+    assert.equal((await portal.admin.device(deviceId)).state, 'registered');
+    // The device falls out of compliance for a moment: the other instance's slow read takes that moment.
+    mdm.jsonAnswer = [{ serial: 'TWO-1', compliant: false }];
+    const config = portal.portal.ctx.config.mdmInventory as MdmInventoryConfig;
+    assert.ok(config.source.provider === 'json');
+    const reachedGate = otherReading.nextReading();
+    const otherInstance = syncWithMdmInventory(portal.portal.ctx, {
+      ...config,
+      source: { ...config.source, url: otherReading.url },
+    });
+    await reachedGate;
+    // Compliant again a second later: this instance reads that, and leaves the device on.
+    clock.advance(1000);
+    mdm.jsonAnswer = [{ serial: 'TWO-1', compliant: true }];
+    await schedule.runNow();
+    otherReading.release();
+    await otherInstance;
+    assert.equal(
+      (await portal.admin.device(deviceId)).state,
+      'registered',
+      'a reading older than one applied already must not suspend the device the later one found compliant',
     );
   });
 });

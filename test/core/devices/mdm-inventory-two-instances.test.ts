@@ -2,7 +2,8 @@
 // take turns. A device is retired only when two readings in a row miss it, because one reading
 // can skip a device that is there: two readings made at the same moment are one reading twice,
 // and skip it together. The pass whose reading ends last must not count the other's miss, noted
-// while its own reading was under way, as the reading before.
+// while its own reading was under way, as the reading before, nor note its skip again over a
+// later reading's finding.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { MdmInventoryConfig } from '../../../src/config/portal-config.js';
@@ -86,5 +87,47 @@ describe('the inventory pass on two portal instances reading at the same moment'
     assert.deepEqual(after.missed, []);
     assert.deepEqual(after.gone, []);
     assert.equal((await portal.admin.device(ids.get('SAME-2') ?? '')).state, 'registered');
+  });
+
+  test('a slow reading that ends last does not note a miss again over a later reading that found the device', async () => {
+    const schedule = portal.portal.mdmInventory;
+    assert.ok(schedule !== null);
+    const config = portal.portal.ctx.config.mdmInventory as MdmInventoryConfig;
+    assert.ok(config.source.provider === 'json');
+    // The other instance reads while the MDM's answer lacks SAME-2, and is slow to finish.
+    mdm.jsonAnswer = ['SAME-1', 'SAME-3'];
+    const reachedGate = otherReading.nextReading();
+    const otherInstance = syncWithMdmInventory(portal.portal.ctx, {
+      ...config,
+      source: { ...config.source, url: otherReading.url },
+    });
+    await reachedGate;
+    // A second later this instance reads SAME-2 listed again, and ends first.
+    clock.advance(1000);
+    mdm.jsonAnswer = ['SAME-1', 'SAME-2', 'SAME-3'];
+    const later = await schedule.runNow();
+    assert.ok(later.outcome === 'retired', later.outcome);
+    assert.deepEqual(later.missed, []);
+    // The slow reading ends: its skip is older than the finding.
+    otherReading.release();
+    const slow = await otherInstance;
+    assert.ok(slow.outcome === 'retired', slow.outcome);
+    assert.deepEqual(slow.retired, []);
+    // SAME-2 is skipped once more: a first miss since it was found, noted and not retired.
+    clock.advance(1000);
+    mdm.jsonAnswer = ['SAME-1', 'SAME-3'];
+    const next = await schedule.runNow();
+    assert.ok(next.outcome === 'retired', next.outcome);
+    assert.deepEqual(next.retired, [], 'found in between, the device was missed by one reading, not two in a row');
+    assert.deepEqual(
+      next.missed.map((device) => device.deviceId),
+      [ids.get('SAME-2')],
+    );
+    assert.equal((await portal.admin.device(ids.get('SAME-2') ?? '')).state, 'registered');
+    mdm.jsonAnswer = ['SAME-1', 'SAME-2', 'SAME-3'];
+    clock.advance(1000);
+    const found = await schedule.runNow();
+    assert.ok(found.outcome === 'retired', found.outcome);
+    assert.deepEqual(found.missed, []);
   });
 });
