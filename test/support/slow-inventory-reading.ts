@@ -3,6 +3,9 @@
 // reading begins, and answers it only once the test releases it. The pass it feeds is one whose
 // reading began then and ended later.
 import { createServer, type Server } from 'node:http';
+import type { MdmInventoryConfig } from '../../src/config/portal-config.js';
+import { type InventoryPass, syncWithMdmInventory } from '../../src/core/devices/index.js';
+import type { PortalContext } from '../../src/core/context.js';
 import type { MdmStandIn } from './mdm-stand-in.js';
 
 export class SlowInventoryReading {
@@ -42,6 +45,20 @@ export class SlowInventoryReading {
     return new Promise<void>((resolve) => {
       this.#requested = resolve;
     });
+  }
+
+  /**
+   * Another instance's pass over this slow reading, on the portal's database (its JSON source
+   * read here): resolves once the reading has taken its snapshot, with the pass, which ends
+   * after `release`.
+   */
+  async otherInstancePass(ctx: PortalContext): Promise<{ readonly done: Promise<InventoryPass> }> {
+    const config = ctx.config.mdmInventory as MdmInventoryConfig;
+    if (config.source.provider !== 'json') throw new Error('a slow reading stands in for a JSON inventory only');
+    const reachedGate = this.nextReading();
+    const done = syncWithMdmInventory(ctx, { ...config, source: { ...config.source, url: this.url } });
+    await reachedGate;
+    return { done };
   }
 
   /** The held reading is answered. */

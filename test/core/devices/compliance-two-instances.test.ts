@@ -5,8 +5,6 @@
 // found it compliant again.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { MdmInventoryConfig } from '../../../src/config/portal-config.js';
-import { syncWithMdmInventory } from '../../../src/core/devices/index.js';
 import { asDeviceId, type DeviceId } from '../../../src/shared/ids.js';
 import { MdmStandIn } from '../../support/mdm-stand-in.js';
 import { shiftedClock } from '../../support/shifted-clock.js';
@@ -59,21 +57,14 @@ describe('the inventory pass on two portal instances', () => {
     assert.ok(schedule !== null);
     // Compliant: the other instance starts its (slow) read now.
     assert.equal((await portal.admin.device(deviceId)).state, 'registered');
-    const config = portal.portal.ctx.config.mdmInventory as MdmInventoryConfig;
-    assert.ok(config.source.provider === 'json');
-    const reachedGate = otherReading.nextReading();
-    const otherInstance = syncWithMdmInventory(portal.portal.ctx, {
-      ...config,
-      source: { ...config.source, url: otherReading.url },
-    });
-    await reachedGate;
+    const otherInstance = await otherReading.otherInstancePass(portal.portal.ctx);
     // The device falls out of compliance: this instance's pass suspends it.
     mdm.jsonAnswer = [{ serial: 'TWO-1', compliant: false }];
     await schedule.runNow();
     assert.equal((await portal.admin.device(deviceId)).state, 'suspended');
     // Now the other instance's reading, older than that suspension, arrives.
     otherReading.release();
-    await otherInstance;
+    await otherInstance.done;
     const device = await portal.admin.device(deviceId);
     assert.equal(
       device.state,
@@ -90,20 +81,13 @@ describe('the inventory pass on two portal instances', () => {
     assert.equal((await portal.admin.device(deviceId)).state, 'registered');
     // The device falls out of compliance for a moment: the other instance's slow read takes that moment.
     mdm.jsonAnswer = [{ serial: 'TWO-1', compliant: false }];
-    const config = portal.portal.ctx.config.mdmInventory as MdmInventoryConfig;
-    assert.ok(config.source.provider === 'json');
-    const reachedGate = otherReading.nextReading();
-    const otherInstance = syncWithMdmInventory(portal.portal.ctx, {
-      ...config,
-      source: { ...config.source, url: otherReading.url },
-    });
-    await reachedGate;
+    const otherInstance = await otherReading.otherInstancePass(portal.portal.ctx);
     // Compliant again a second later: this instance reads that, and leaves the device on.
     clock.advance(1000);
     mdm.jsonAnswer = [{ serial: 'TWO-1', compliant: true }];
     await schedule.runNow();
     otherReading.release();
-    await otherInstance;
+    await otherInstance.done;
     assert.equal(
       (await portal.admin.device(deviceId)).state,
       'registered',

@@ -6,8 +6,6 @@
 // later reading's finding.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { MdmInventoryConfig } from '../../../src/config/portal-config.js';
-import { syncWithMdmInventory } from '../../../src/core/devices/index.js';
 import { asDeviceId, type DeviceId } from '../../../src/shared/ids.js';
 import { MdmStandIn } from '../../support/mdm-stand-in.js';
 import { shiftedClock } from '../../support/shifted-clock.js';
@@ -55,17 +53,10 @@ describe('the inventory pass on two portal instances reading at the same moment'
   test('a device both readings of one moment skipped is missed once, not retired', async () => {
     const schedule = portal.portal.mdmInventory;
     assert.ok(schedule !== null);
-    const config = portal.portal.ctx.config.mdmInventory as MdmInventoryConfig;
-    assert.ok(config.source.provider === 'json');
     // For a moment the MDM's answer lacks SAME-2 (a page whose offsets shifted): the other
     // instance reads it now, and is slow to finish.
     mdm.jsonAnswer = ['SAME-1', 'SAME-3'];
-    const reachedGate = otherReading.nextReading();
-    const otherInstance = syncWithMdmInventory(portal.portal.ctx, {
-      ...config,
-      source: { ...config.source, url: otherReading.url },
-    });
-    await reachedGate;
+    const otherInstance = await otherReading.otherInstancePass(portal.portal.ctx);
     // This instance reads the same moment and notes the miss.
     const first = await schedule.runNow();
     assert.ok(first.outcome === 'retired', first.outcome);
@@ -77,7 +68,7 @@ describe('the inventory pass on two portal instances reading at the same moment'
     // The moment passes: SAME-2 is listed again. Then the other instance's reading of that moment ends.
     mdm.jsonAnswer = ['SAME-1', 'SAME-2', 'SAME-3'];
     otherReading.release();
-    const other = await otherInstance;
+    const other = await otherInstance.done;
     assert.ok(other.outcome === 'retired', other.outcome);
     assert.deepEqual(other.retired, [], 'a reading made while the miss was noted is not the reading after it');
     assert.equal((await portal.admin.device(ids.get('SAME-2') ?? '')).state, 'registered');
@@ -92,16 +83,9 @@ describe('the inventory pass on two portal instances reading at the same moment'
   test('a slow reading that ends last does not note a miss again over a later reading that found the device', async () => {
     const schedule = portal.portal.mdmInventory;
     assert.ok(schedule !== null);
-    const config = portal.portal.ctx.config.mdmInventory as MdmInventoryConfig;
-    assert.ok(config.source.provider === 'json');
     // The other instance reads while the MDM's answer lacks SAME-2, and is slow to finish.
     mdm.jsonAnswer = ['SAME-1', 'SAME-3'];
-    const reachedGate = otherReading.nextReading();
-    const otherInstance = syncWithMdmInventory(portal.portal.ctx, {
-      ...config,
-      source: { ...config.source, url: otherReading.url },
-    });
-    await reachedGate;
+    const otherInstance = await otherReading.otherInstancePass(portal.portal.ctx);
     // A second later this instance reads SAME-2 listed again, and ends first.
     clock.advance(1000);
     mdm.jsonAnswer = ['SAME-1', 'SAME-2', 'SAME-3'];
@@ -110,7 +94,7 @@ describe('the inventory pass on two portal instances reading at the same moment'
     assert.deepEqual(later.missed, []);
     // The slow reading ends: its skip is older than the finding.
     otherReading.release();
-    const slow = await otherInstance;
+    const slow = await otherInstance.done;
     assert.ok(slow.outcome === 'retired', slow.outcome);
     assert.deepEqual(slow.retired, []);
     // SAME-2 is skipped once more: a first miss since it was found, noted and not retired.
