@@ -23,9 +23,22 @@ const MAX_DEVICES = 1_000_000;
 const GRAPH_DATE_TIME = z
   .string()
   .refine(
-    (text) => /^\d{4}-\d\d-\d\dT\d\d:\d\d/.test(text) && !Number.isNaN(Date.parse(text)),
+    (text) => /^\d{4}-\d\d-\d\dT\d\d:\d\d/.test(text) && !Number.isNaN(graphTime(text)),
     'a date and time (ISO 8601)',
   );
+
+/** The zone at the end of an ISO 8601 date and time: `Z` or an offset. */
+const ZONE = /(?:Z|[+-]\d\d(?::?\d\d)?)$/i;
+
+/**
+ * A Graph date and time in milliseconds since 1970. Graph writes every DateTimeOffset in UTC with
+ * its `Z`; one without a zone (a proxy or an export that dropped it) is read as UTC too, as Graph
+ * means it: JavaScript would read it in the portal's local time, moving a check-in or the end of a
+ * grace period by the portal's offset from UTC.
+ */
+function graphTime(text: string): number {
+  return Date.parse(ZONE.test(text) ? text : `${text}Z`);
+}
 
 const MANAGED_DEVICES_PAGE = z.object({
   value: z.array(
@@ -113,6 +126,6 @@ function complianceStateOf(device: ManagedDevice): MdmComplianceState {
 /** Graph writes `0001-01-01T00:00:00Z` for a date it does not have: that (and anything before 1970) is none. */
 function meaningfulDate(text: string | null | undefined): Date | null {
   if (text === undefined || text === null) return null;
-  const at = Date.parse(text);
+  const at = graphTime(text);
   return at > 0 ? new Date(at) : null;
 }

@@ -136,6 +136,44 @@ describe('the MDM inventory clients', () => {
     assert.deepEqual(bySerial.get('DMPBBB5')?.state, { kind: 'undetermined', reported: 'configManager' });
   });
 
+  test("Intune: a date without a zone is read as UTC, as Graph means it, not in the portal's local time", async () => {
+    mdm.devices = DEVICES.slice(0, 3).map((device, index) => ({
+      ...device,
+      ...[
+        { complianceState: 'inGracePeriod', gracePeriodEnds: '2026-12-01T10:00:00', lastSync: '2026-11-28T07:30:00' },
+        { lastSync: '2026-11-28T07:30:00.1234567' },
+        { lastSync: '2026-11-28T07:30:00+01:00' },
+      ][index],
+    }));
+    // A portal five and a half hours ahead of UTC (Node reads TZ again when it is set).
+    const zone = process.env['TZ'];
+    process.env['TZ'] = 'Asia/Kolkata';
+    let inventory: Awaited<ReturnType<typeof readMdmInventory>>;
+    try {
+      assert.equal(
+        new Date(2026, 10, 28, 7, 30).toISOString(),
+        '2026-11-28T02:00:00.000Z',
+        'the local time is not UTC',
+      );
+      inventory = await readMdmInventory(intune, { compliance: true });
+    } finally {
+      if (zone === undefined) delete process.env['TZ'];
+      else process.env['TZ'] = zone;
+    }
+    const bySerial = new Map(inventory.compliance.map((record) => [record.serial, record]));
+    assert.deepEqual(bySerial.get('C02AAA1')?.state, {
+      kind: 'in-grace-period',
+      until: new Date('2026-12-01T10:00:00Z'),
+    });
+    assert.equal(bySerial.get('C02AAA1')?.lastCheckIn?.toISOString(), '2026-11-28T07:30:00.000Z');
+    assert.equal(bySerial.get('C02AAA2')?.lastCheckIn?.toISOString(), '2026-11-28T07:30:00.123Z');
+    assert.equal(
+      bySerial.get('C02AAA3')?.lastCheckIn?.toISOString(),
+      '2026-11-28T06:30:00.000Z',
+      'a zone given is kept',
+    );
+  });
+
   test('Intune without compliance selects only id and serialNumber, and reports no compliance', async () => {
     const inventory = await readMdmInventory(intune);
     assert.deepEqual(inventory.compliance, []);
