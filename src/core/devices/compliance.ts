@@ -106,7 +106,7 @@ export function complianceChanges(
   rules: MdmComplianceConfig,
   now: Date,
 ): ComplianceChange[] {
-  const byIdentifier = recordsByIdentifier(records, matches);
+  const byIdentifier = recordsByIdentifier(records, matches, now);
   const changes: ComplianceChange[] = [];
   for (const device of devices) {
     const identifier = matches === 'mdm_id' ? device.mdmId : device.serial;
@@ -161,21 +161,48 @@ const STRICTNESS: Record<MdmDeviceCompliance['state']['kind'], number> = {
 };
 
 /**
+ * How far ahead of the portal's clock a check-in may lie and still be believed when two records
+ * of one device are compared: clocks drift that much (Jamf Pro's event times get the same leeway).
+ */
+const CHECK_IN_AHEAD_LEEWAY_MS = 5 * 60_000;
+
+/** The records of one device: the one that checked in last by a believable clock, the strictest of those ahead. */
+interface Candidates {
+  latest?: MdmDeviceCompliance;
+  ahead?: MdmDeviceCompliance;
+}
+
+/**
  * One record per identifier. An MDM may hold two for a device (Intune keeps the old record of a
  * device enrolled again for a while): the one that checked in last counts, and of two equally
- * recent (or undated) ones the stricter.
+ * recent (or undated) ones the stricter. A check-in more than CHECK_IN_AHEAD_LEEWAY_MS ahead of
+ * `now` (a device, or an MDM, with its clock set wrong) says nothing of which record is newer,
+ * and taken at its word it would win over every other record for as long as the clock is wrong,
+ * an old record dated ahead over the device's own for good: of the records dated ahead the
+ * strictest, and of it and the record that checked in last by a believable clock the stricter
+ * counts. A wrong clock thus neither hides a stricter record nor brings back a laxer one.
  */
 function recordsByIdentifier(
   records: readonly MdmDeviceCompliance[],
   matches: 'serial' | 'mdm_id',
+  now: Date,
 ): Map<string, MdmDeviceCompliance> {
-  const chosen = new Map<string, MdmDeviceCompliance>();
+  const candidates = new Map<string, Candidates>();
+  const believedUntil = now.getTime() + CHECK_IN_AHEAD_LEEWAY_MS;
   for (const record of records) {
     const identifier = matches === 'mdm_id' ? record.id : record.serial;
     if (identifier === null) continue;
     const key = inventoryIdentifier(identifier);
-    const other = chosen.get(key);
-    if (other === undefined || prefers(record, other)) chosen.set(key, record);
+    const found = candidates.get(key) ?? {};
+    candidates.set(key, found);
+    if ((record.lastCheckIn?.getTime() ?? -Infinity) > believedUntil) {
+      if (found.ahead === undefined || stricter(record, found.ahead)) found.ahead = record;
+    } else if (found.latest === undefined || prefers(record, found.latest)) found.latest = record;
+  }
+  const chosen = new Map<string, MdmDeviceCompliance>();
+  for (const [key, { latest, ahead }] of candidates) {
+    const record = latest === undefined || (ahead !== undefined && stricter(ahead, latest)) ? ahead : latest;
+    if (record !== undefined) chosen.set(key, record);
   }
   return chosen;
 }
@@ -184,5 +211,9 @@ function prefers(record: MdmDeviceCompliance, other: MdmDeviceCompliance): boole
   const at = record.lastCheckIn?.getTime() ?? -Infinity;
   const otherAt = other.lastCheckIn?.getTime() ?? -Infinity;
   if (at !== otherAt) return at > otherAt;
+  return stricter(record, other);
+}
+
+function stricter(record: MdmDeviceCompliance, other: MdmDeviceCompliance): boolean {
   return STRICTNESS[record.state.kind] < STRICTNESS[other.state.kind];
 }

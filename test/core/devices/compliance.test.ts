@@ -105,6 +105,54 @@ describe('the verdict on one device', () => {
   });
 });
 
+describe('records dated ahead of the portal', () => {
+  const device = {
+    deviceId: asDeviceId('dev_000000000003aaaaaaaaaaaa'),
+    userId: asUserId('alice'),
+    serial: 'S-1',
+    mdmId: null,
+    state: 'suspended' as const,
+    suspension: { reason: 'noncompliant', since: '2026-11-20T00:00:00Z', by: '(portal)', others: [] },
+  };
+  const active = { ...device, state: 'active' as const, suspension: null };
+  const actions = (of: typeof device | typeof active, records: MdmDeviceCompliance[]) => {
+    const inOneOrder = complianceChanges([of], records, 'serial', RULES, NOW);
+    const inTheOther = complianceChanges([of], records.toReversed(), 'serial', RULES, NOW);
+    assert.deepEqual(inTheOther, inOneOrder, 'in either order');
+    return inOneOrder.map((change) => `${change.action} ${change.why}`);
+  };
+  const yesterday = new Date(NOW.getTime() - DAY_MS);
+  const nextYear = new Date(NOW.getTime() + 365 * DAY_MS);
+
+  test('a compliant record dated a year ahead neither resumes a device its record of yesterday finds noncompliant nor keeps one from being suspended', () => {
+    const bogus = record({ kind: 'compliant' }, nextYear);
+    assert.deepEqual(actions(device, [record({ kind: 'noncompliant' }, yesterday), bogus]), []);
+    assert.deepEqual(actions(active, [record({ kind: 'noncompliant' }, yesterday), bogus]), ['suspend noncompliant']);
+    assert.deepEqual(actions(active, [record({ kind: 'noncompliant' }, null), bogus]), ['suspend noncompliant']);
+  });
+
+  test('a noncompliant record dated ahead is not hidden by a compliant one of yesterday: of the two the stricter counts', () => {
+    const bogus = record({ kind: 'noncompliant' }, nextYear);
+    assert.deepEqual(actions(active, [record({ kind: 'compliant' }, yesterday), bogus]), ['suspend noncompliant']);
+    assert.deepEqual(actions(device, [record({ kind: 'compliant' }, yesterday), bogus]), []);
+    // Of two dated ahead, neither is newer: the stricter.
+    assert.deepEqual(
+      actions(active, [
+        record({ kind: 'compliant' }, nextYear),
+        record({ kind: 'noncompliant' }, new Date(NOW.getTime() + DAY_MS)),
+      ]),
+      ['suspend noncompliant'],
+    );
+  });
+
+  test("a check-in a few minutes ahead (clocks drift) still counts as the latest, and a device's only record counts however dated", () => {
+    const drifted = record({ kind: 'compliant' }, new Date(NOW.getTime() + 4 * 60_000));
+    assert.deepEqual(actions(device, [record({ kind: 'noncompliant' }), drifted]), ['resume compliant']);
+    assert.deepEqual(actions(device, [record({ kind: 'compliant' }, nextYear)]), ['resume compliant']);
+    assert.deepEqual(actions(active, [record({ kind: 'noncompliant' }, nextYear)]), ['suspend noncompliant']);
+  });
+});
+
 describe('a device suspended for another reason', () => {
   const suspendedFor = (reason: string, by: string, since: string) => ({
     deviceId: asDeviceId('dev_000000000002aaaaaaaaaaaa'),
