@@ -8,6 +8,7 @@ import type { DeviceState } from '../shared/device-states.js';
 import type { Platform } from '../shared/platforms.js';
 import type { Db } from './database.js';
 import { isUniqueViolation } from './errors.js';
+import { lockForTransaction } from './exclusive.js';
 import type { Database, DevicesTable } from './schema.js';
 import { listIn } from '../shared/list-in.js';
 
@@ -141,6 +142,31 @@ export async function findLiveDevicesAnyCase(db: Db, by: 'serial' | 'mdm_id', va
   if (exact !== undefined) return [exact];
   const rows = await liveDevicesAnyCaseQuery(db, by, value).execute();
   return rows.map(toDevice);
+}
+
+/**
+ * The live devices whose serial (or mdm_id) differs from this one in letter case only (not the
+ * one that has it as written): a device registered with such an identifier could not be told
+ * from them by an MDM that names it in a third case. Reads the lower-cased index of 0063.
+ */
+export async function liveDevicesInOtherCase(db: Db, by: 'serial' | 'mdm_id', value: string): Promise<StoredDevice[]> {
+  const rows = await liveDevicesAnyCaseQuery(db, by, value).execute();
+  return rows.filter((row) => row[by] !== value).map(toDevice);
+}
+
+/**
+ * Holds, until the transaction ends, every registration of a live device's serial and mdm_id
+ * that equal these letter case aside (PostgreSQL; SQLite's write transactions run one at a time
+ * anyway): the unique indexes compare bytes, so two transactions that each found no live device
+ * with `8a1b…` in any case would otherwise both write theirs, one as `8A1B…`. The serial is taken
+ * before the mdm_id, in every transaction alike, so two never deadlock over them.
+ */
+export async function lockDeviceIdentifiers(
+  db: Db,
+  identifiers: { readonly serial: string | null; readonly mdmId: string | null },
+): Promise<void> {
+  if (identifiers.serial !== null) await lockForTransaction(db, `device-serial:${identifiers.serial.toLowerCase()}`);
+  if (identifiers.mdmId !== null) await lockForTransaction(db, `device-mdm_id:${identifiers.mdmId.toLowerCase()}`);
 }
 
 /** The query of findLiveDevicesAnyCase past the exact match (its plan is tested). */

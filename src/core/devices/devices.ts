@@ -21,7 +21,9 @@ import {
   findLiveDevice,
   insertDevice,
   listStoredDevices,
+  liveDevicesInOtherCase,
   lockDevice,
+  lockDeviceIdentifiers,
   markDeviceActive,
   retireStoredDevice,
   type DeviceCertificate,
@@ -144,6 +146,9 @@ export async function registerDevice(
   for (let attempt = 1; ; attempt++) {
     try {
       return await ctx.events.change(ctx.db, async (trx, announce) => {
+        // First, so that a registration of the same identifier in another letter case waits
+        // until this one committed, and then finds its device (sameRegistration).
+        await lockDeviceIdentifiers(trx, { serial: registration.serial ?? null, mdmId: registration.mdmId ?? null });
         const now = ctx.clock.now();
         const user = await ensureUser(trx, registration.userId, formatAtom(now));
         if (user.isDisabled) throw new PortalError('user-disabled', 'user is disabled');
@@ -188,12 +193,16 @@ export async function registerDevice(
   }
 }
 
-/** The live device already registered exactly so (a retry), or undefined; 409 when an identifier is held otherwise. */
+/**
+ * The live device already registered exactly so (a retry), or undefined; 409 when an identifier
+ * is held otherwise, or, by no device as written, by one in another letter case.
+ */
 async function sameRegistration(
   ctx: PortalContext,
   trx: Transaction<Database>,
   registration: DeviceRegistration,
 ): Promise<StoredDevice | undefined> {
+  await refuseOtherLetterCase(ctx, trx, registration);
   const holders = [
     registration.serial === undefined
       ? undefined
@@ -229,6 +238,41 @@ async function sameRegistration(
     same = device;
   }
   return same;
+}
+
+/**
+ * 409 when a serial or mdm_id no live device holds as written is held by one in another letter
+ * case (`8A1B…` beside `8a1b…`): MDMs name identifiers in either case (Jamf Pro's UDIDs in
+ * capitals, Graph's ids in small letters, findLiveDevicesAnyCase), so two such devices could not
+ * be told apart by a webhook or an inventory pass. The device already registered exactly so (a
+ * retry) is not refused, whatever devices of other cases earlier versions let in beside it.
+ */
+async function refuseOtherLetterCase(
+  ctx: PortalContext,
+  trx: Transaction<Database>,
+  registration: DeviceRegistration,
+): Promise<void> {
+  const identifiers = [
+    { name: 'serial', column: 'serial', value: registration.serial },
+    { name: 'mdm_id', column: 'mdm_id', value: registration.mdmId },
+  ] as const;
+  for (const { name, column, value } of identifiers) {
+    if (value === undefined || (await findLiveDevice(trx, column, value)) !== undefined) continue;
+    const [holder] = await liveDevicesInOtherCase(trx, column, value);
+    if (holder === undefined) continue;
+    // A key limited to some profiles, or a registration for another user, learns no more of the
+    // device than that it is there.
+    const which =
+      holder.userId !== registration.userId
+        ? 'a device of another user'
+        : withinReach(ctx, holder.profileId)
+          ? `device ${holder.deviceId} of this user, as ${JSON.stringify(column === 'serial' ? holder.serial : holder.mdmId)}`
+          : "a device of this user outside the key's profiles";
+    throw new PortalError(
+      'conflict',
+      `"${name}" ${JSON.stringify(value)} is already held by a live device in another letter case (${which}); identifiers that differ only in letter case cannot be told apart by the MDM: name it as that device has it, or retire that device first`,
+    );
+  }
 }
 
 /** One device with its configurations the key may see; 404 when there is none, 403 when outside the key's profiles. */

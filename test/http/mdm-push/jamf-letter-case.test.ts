@@ -1,8 +1,8 @@
 // A device registered with its UDID or serial in mixed case (as another tool wrote it) is the
 // device Jamf Pro names in capitals or small letters: leaving the group suspends it, joining
-// resumes it. Two devices registered with identifiers that differ only in case cannot be told
-// apart: a "left" naming that identifier suspends both (a revocation errs on the side of the
-// tunnel going), and a "joined" resumes neither.
+// resumes it. Two devices registered with identifiers that differ only in case (before
+// registration refused that) cannot be told apart: a "left" naming that identifier suspends
+// both (a revocation errs on the side of the tunnel going), and a "joined" resumes neither.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ALLOWED_GROUP, deliver, groupChange, startJamfReceiverPortal } from '../../support/jamf-webhooks.js';
@@ -42,9 +42,15 @@ test('a device registered with a mixed-case UDID or serial follows the group wha
 });
 
 test('two devices whose UDIDs differ only in letter case are both suspended by a "left", and neither resumed by a "joined"', async (t) => {
-  const { receiver, register, state } = await startJamfReceiverPortal(t);
+  const { portal, receiver, register, state } = await startJamfReceiverPortal(t);
   const lower = await register({ mdm_id: 'udid-twice-9a' });
-  const mixed = await register({ mdm_id: 'Udid-Twice-9A' });
+  // Registration now refuses the second; devices registered before it did may be so.
+  const mixed = await register({ mdm_id: 'udid-twice-9b' });
+  await portal.portal.ctx.db
+    .updateTable('devices')
+    .set({ mdm_id: 'Udid-Twice-9A' })
+    .where('device_id', '=', mixed.device_id)
+    .execute();
 
   const left = await deliver(
     receiver,
