@@ -367,8 +367,10 @@ export async function claimJamfEvent(
 
 /**
  * Gives a live device the serial or mdm_id it lacks; false when it has one already, is retired,
- * or another live device holds the value (they are unique among live devices). Not for a
- * transaction: on PostgreSQL the write another device won ends the transaction it is in.
+ * or another live device holds the value in any letter case (they are unique among live devices,
+ * and an MDM names them in either case: as registration refuses such a twin, so does this).
+ * Takes the lock registrations take on the value, so neither writes a twin meanwhile. Not for a
+ * transaction: it runs its own.
  */
 export async function fillDeviceIdentifier(
   db: Db,
@@ -376,20 +378,25 @@ export async function fillDeviceIdentifier(
   column: 'serial' | 'mdm_id',
   value: string,
 ): Promise<boolean> {
-  const holder = await findLiveDevice(db, column, value);
-  if (holder !== undefined) return false;
   try {
-    const result = await db
-      .updateTable('devices')
-      .set(column === 'serial' ? { serial: value } : { mdm_id: value })
-      .where('device_id', '=', deviceId)
-      .where(column, 'is', null)
-      .where('state', '<>', 'retired')
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+    return await db.transaction().execute(async (trx) => {
+      await lockDeviceIdentifiers(
+        trx,
+        column === 'serial' ? { serial: value, mdmId: null } : { serial: null, mdmId: value },
+      );
+      if ((await findLiveDevicesAnyCase(trx, column, value)).length > 0) return false;
+      const result = await trx
+        .updateTable('devices')
+        .set(column === 'serial' ? { serial: value } : { mdm_id: value })
+        .where('device_id', '=', deviceId)
+        .where(column, 'is', null)
+        .where('state', '<>', 'retired')
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows) === 1;
+    });
   } catch (error) {
-    // Another device took the value between the look and the write (two deliveries at once):
-    // the unique index of live devices refused this one, as the look would have.
+    // Another device took the value between the look and the write by a path that takes no
+    // lock: the unique index of live devices refused this one, as the look would have.
     if (isUniqueViolation(error)) return false;
     throw error;
   }

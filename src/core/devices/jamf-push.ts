@@ -3,7 +3,8 @@
 // another reason stays suspended for this one too), one that joins it has that reason ended, and
 // is resumed only when no other reason stands (an administrator's or a compliance suspension
 // stays); `ComputerInventoryCompleted` refreshes the computer's identifiers (a device registered
-// with only its serial or only its UDID gets the other). A device is found by its UDID
+// with only its serial or only its UDID gets the other, unless another live device holds it in
+// any letter case). A device is found by its UDID
 // (the portal's `mdm_id`), else its serial, letter case aside (several devices that differ only
 // in case are all suspended by a "left", and none is changed otherwise), and resumed only when
 // the other identifier the event names does not differ from the one it is registered with

@@ -2,10 +2,17 @@
 // device Jamf Pro names in capitals or small letters: leaving the group suspends it, joining
 // resumes it. Two devices registered with identifiers that differ only in case (before
 // registration refused that) cannot be told apart: a "left" naming that identifier suspends
-// both (a revocation errs on the side of the tunnel going), and a "joined" resumes neither.
+// both (a revocation errs on the side of the tunnel going), and a "joined" resumes neither. Nor
+// does Jamf Pro's inventory make two such devices by completing one's identifiers.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ALLOWED_GROUP, deliver, groupChange, startJamfReceiverPortal } from '../../support/jamf-webhooks.js';
+import {
+  ALLOWED_GROUP,
+  deliver,
+  groupChange,
+  inventoryCompleted,
+  startJamfReceiverPortal,
+} from '../../support/jamf-webhooks.js';
 
 test('a device registered with a mixed-case UDID or serial follows the group whatever case Jamf Pro names it in', async (t) => {
   const { receiver, register, state } = await startJamfReceiverPortal(t);
@@ -77,4 +84,22 @@ test('two devices whose UDIDs differ only in letter case are both suspended by a
   assert.equal(exact.body['resumed'], 1);
   assert.equal(await state(mixed), 'registered');
   assert.equal(await state(lower), 'suspended');
+});
+
+test('an inventory does not give a device a serial another live device holds in another letter case', async (t) => {
+  const { portal, receiver, register } = await startJamfReceiverPortal(t);
+  const byUdid = await register({ mdm_id: 'UDID-FILL-1' });
+  await register({ serial: 'C02FILL001' });
+
+  const inventory = await deliver(
+    receiver,
+    inventoryCompleted({ jssID: 5, udid: 'UDID-FILL-1', serialNumber: 'c02fill001' }),
+  );
+  assert.equal(inventory.status, 200, JSON.stringify(inventory.body));
+  assert.equal(inventory.body['refreshed'], 0);
+  assert.equal(
+    (await portal.admin.device(byUdid.device_id)).serial,
+    null,
+    "the serial is the other device's, letter case aside: two devices holding it could not be told apart",
+  );
 });
