@@ -391,7 +391,7 @@ export const USER_FILTERABLE: ScimFilterable = {
 export const GROUP_FILTERABLE: ScimFilterable = {
   schemas: [SCIM_GROUP_SCHEMA],
   attributes: ['displayName'],
-  alsoSupported: ['id eq "…" and members eq "…"'],
+  alsoSupported: ['members eq "…"', 'id eq "…" and members eq "…"'],
 };
 
 /**
@@ -408,9 +408,12 @@ export function readListQuery(query: unknown, filterable: ScimFilterable): ScimL
 
 /**
  * What a Group list holds: those of one displayName (in any case: RFC 7643 makes it not
- * case-exact), or one group if a user is its member.
+ * case-exact), those a user is a member of, or one group if a user is its member.
  */
-export type ScimGroupFilter = { readonly displayName: string } | { readonly scimId: string; readonly memberId: string };
+export type ScimGroupFilter =
+  | { readonly displayName: string }
+  | { readonly memberId: string }
+  | { readonly scimId: string; readonly memberId: string };
 
 export interface ScimGroupListQuery {
   readonly startIndex: number;
@@ -419,9 +422,10 @@ export interface ScimGroupListQuery {
 }
 
 /**
- * readListQuery for `/Groups`, which also answers a directory's membership check: `id eq "…"
- * and members eq "…"`, the member also written `members.value eq "…"` or `members[value eq
- * "…"]`, in either order, names in any case, `members` also URN-qualified.
+ * readListQuery for `/Groups`, which also answers which groups a user is in (`members eq "…"`)
+ * and a directory's membership check (`id eq "…" and members eq "…"`, in either order); the
+ * member also written `members.value eq "…"` or `members[value eq "…"]`, names in any case,
+ * `members` also URN-qualified.
  */
 export function readGroupListQuery(query: unknown): ScimGroupListQuery {
   const { startIndex, count, filterText } = listParameters(query);
@@ -445,11 +449,16 @@ function listParameters(query: unknown): { startIndex: number; count: number; fi
 const MEMBER_VALUE_PATH = /^members\[\s*value\s+eq\s+("(?:[^"\\]|\\.)*")\s*\]$/is;
 
 /**
- * `id eq "G" and members eq "U"` (or the member first) as the group G if it has the member U;
- * null for any other filter, to be read as an equality (and refused as one, if it is not).
+ * `members eq "U"` as the groups U is a member of; `id eq "G" and members eq "U"` (or the member
+ * first) as the group G if it has the member U; null for any other filter, to be read as an
+ * equality (and refused as one, if it is not).
  */
-function membershipFilter(text: string): { scimId: string; memberId: string } | null {
+function membershipFilter(text: string): { memberId: string } | { scimId: string; memberId: string } | null {
   const terms = andTerms(text);
+  if (terms.length === 1) {
+    const alone = membershipTerm(terms[0] ?? '');
+    return alone?.kind === 'member' ? { memberId: alone.value } : null;
+  }
   if (terms.length !== 2) return null;
   const read = terms.map(membershipTerm);
   const id = read.find((term) => term?.kind === 'id')?.value;

@@ -82,11 +82,13 @@ export async function findScimGroupNamed(db: Db, displayName: string): Promise<S
 
 /**
  * Which groups a list holds: all of them, those whose displayName is `displayName` without regard
- * to case (RFC 7643: a Group's displayName is not case-exact), or the group `scimId` if
- * `memberId` is one of its members (a directory's membership check).
+ * to case (RFC 7643: a Group's displayName is not case-exact), those `memberId` is a member of
+ * (which groups a user is in), or the group `scimId` if `memberId` is one of its members (a
+ * directory's membership check).
  */
 export type ScimGroupsSelection =
   | { readonly displayName: string }
+  | { readonly memberId: string }
   | { readonly scimId: string; readonly memberId: string }
   | null;
 
@@ -97,14 +99,16 @@ export async function scimGroupsPage(
   offset: number,
   limit: number,
 ): Promise<{ readonly groups: readonly StoredScimGroup[]; readonly total: number }> {
-  if (selection !== null && 'memberId' in selection) {
+  if (selection !== null && 'scimId' in selection) {
     const group = await scimGroupWithMember(db, selection.scimId, selection.memberId);
     return {
       groups: group === undefined || offset > 0 || limit === 0 ? [] : [group],
       total: group === undefined ? 0 : 1,
     };
   }
-  if (selection !== null) return scimGroupsNamedPage(db, selection.displayName, offset, limit);
+  if (selection !== null && 'memberId' in selection)
+    return filteredPage(scimGroupsOfMemberQuery(db, selection.memberId), offset, limit);
+  if (selection !== null) return filteredPage(scimGroupsNamedQuery(db, selection.displayName), offset, limit);
   const query = db.selectFrom('scim_groups');
   const counted = await query.select((eb) => eb.fn.countAll<number | string>().as('total')).executeTakeFirstOrThrow();
   const rows = limit === 0 ? [] : await query.selectAll().orderBy('display_name').limit(limit).offset(offset).execute();
@@ -128,14 +132,28 @@ export function scimGroupsNamedQuery(db: Db, displayName: string) {
   return db.selectFrom('scim_groups').where('display_name_key', '=', scimNameKey(displayName));
 }
 
-/** A page of the groups named `displayName` in any case. */
-async function scimGroupsNamedPage(
-  db: Db,
-  displayName: string,
+/**
+ * The groups `memberId` is a member of, by the index of the members' ids (migration 0027), each
+ * group then by its key: a user's few groups, whatever the number of groups and members.
+ */
+export function scimGroupsOfMemberQuery(db: Db, memberId: string) {
+  return db
+    .selectFrom('scim_groups')
+    .where((eb) =>
+      eb(
+        'scim_id',
+        'in',
+        eb.selectFrom('scim_group_members').select('scim_group_members.group_id').where('member_id', '=', memberId),
+      ),
+    );
+}
+
+/** A page of the groups a query of `scim_groups` holds, in displayName order, and how many in all. */
+async function filteredPage(
+  query: ReturnType<typeof scimGroupsNamedQuery>,
   offset: number,
   limit: number,
 ): Promise<{ readonly groups: readonly StoredScimGroup[]; readonly total: number }> {
-  const query = scimGroupsNamedQuery(db, displayName);
   const counted = await query.select((eb) => eb.fn.countAll<number | string>().as('total')).executeTakeFirstOrThrow();
   const rows = limit === 0 ? [] : await query.selectAll().orderBy('display_name').limit(limit).offset(offset).execute();
   return { groups: rows.map(toGroup), total: Number(counted.total) };

@@ -1,5 +1,6 @@
-// The SCIM `/Groups` endpoint: create, read, list (`filter=displayName eq "…"`, or a directory's
-// membership check `id eq "…" and members eq "…"`; paged), replace,
+// The SCIM `/Groups` endpoint: create, read, list (`filter=displayName eq "…"`, the groups a user
+// is in `members eq "…"`, or a directory's membership check `id eq "…" and members eq "…"`;
+// paged), replace,
 // patch (members added, removed — also by a filter, such as Entra ID's `members[value eq "…"]` —
 // or replaced) and delete, on the directory feature; a change that took members out answers the
 // receipts of the configurations they lost (`scim.groupProfiles`). Every answer takes `attributes`

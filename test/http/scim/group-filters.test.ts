@@ -5,6 +5,8 @@
 // account): the group if the user is in it, an empty
 // list otherwise. Refused with 400, the directory could not check and failed its sync; found by
 // the exact name alone, a directory whose group is written in another case here made a second one.
+// A directory also asks which groups a user is in, by `members eq "…"` alone: the user's groups,
+// paged as any Group list.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { makeAdminKey } from '../../support/admin-keys.js';
@@ -83,7 +85,8 @@ test('a directory checks whether a user is in a group by id and members, in each
   for (const filter of [
     `id eq "${group}" or members eq "${kim}"`,
     `id eq "${group}" and members eq "${kim}" and members eq "${lou}"`,
-    `members eq "${kim}"`,
+    `members eq "${kim}" or members eq "${lou}"`,
+    `members ne "${kim}"`,
     `displayName eq "VPN Staff" and members eq "${kim}"`,
     `id eq "${group}" and members[display eq "kim@example.org"]`,
   ]) {
@@ -92,6 +95,65 @@ test('a directory checks whether a user is in a group by id and members, in each
     assert.equal(refused.body?.['scimType'], 'invalidFilter', filter);
     assert.match(String(refused.body?.['detail']), /id eq "…" and members eq "…"/, filter);
   }
+});
+
+test('a directory asks which groups a user is in by members alone, in each spelling, and reads them page by page', async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const scim = scimClient(portal, await makeAdminKey(portal, 'directory', { scope: 'scim' }));
+  const userId = async (userName: string): Promise<string> => {
+    const made = await scim.send('POST', 'Users', { schemas: [USER], userName });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    return String(made.body?.['id']);
+  };
+  const kim = await userId('kim@example.org');
+  const lou = await userId('lou@example.org');
+  const max = await userId('max@example.org');
+  const groupOf = async (displayName: string, members: string[]): Promise<string> => {
+    const made = await scim.send('POST', 'Groups', {
+      schemas: [GROUP],
+      displayName,
+      members: members.map((value) => ({ value })),
+    });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    return String(made.body?.['id']);
+  };
+  const staff = await groupOf('VPN Staff', [kim]);
+  await groupOf('VPN Guests', [lou]);
+  const admins = await groupOf('Admins', [kim, lou]);
+  const engineers = await groupOf('Engineers', [kim]);
+
+  const listed = async (filter: string, page = '') => {
+    const answer = await scim.send('GET', `Groups?filter=${encodeURIComponent(filter)}${page}`);
+    assert.equal(answer.status, 200, `${filter}: ${JSON.stringify(answer.body)}`);
+    const resources = (answer.body?.['Resources'] ?? []) as { id: string; members?: { value: string }[] }[];
+    return { total: answer.body?.['totalResults'], resources, ids: resources.map((resource) => resource.id) };
+  };
+  for (const spelling of [
+    (id: string) => `members eq "${id}"`,
+    (id: string) => `members.value eq "${id}"`,
+    (id: string) => `members[value eq "${id}"]`,
+    (id: string) => `${GROUP}:Members[Value EQ "${id}"]`,
+    (id: string) => `MEMBERS.Value eq "${id}"`,
+  ]) {
+    const kims = await listed(spelling(kim));
+    assert.deepEqual(kims.ids, [admins, engineers, staff], `${spelling(kim)}: kim's groups in displayName order`);
+    assert.equal(kims.total, 3);
+  }
+  // Each group with its members, as any list answers them.
+  const withMembers = (await listed(`members eq "${lou}"`)).resources;
+  assert.deepEqual(
+    withMembers.map((resource) => resource.members?.map((member) => member.value).sort()),
+    [[kim, lou].sort(), [lou]],
+  );
+  // Paged as other Group lists: two at a time, and the total of all.
+  const first = await listed(`members eq "${kim}"`, '&count=2');
+  assert.deepEqual([first.ids, first.total], [[admins, engineers], 3]);
+  const second = await listed(`members eq "${kim}"`, '&startIndex=3&count=2');
+  assert.deepEqual([second.ids, second.total], [[staff], 3]);
+  // A user in no group, and an id of no user, are in none.
+  assert.deepEqual(await listed(`members eq "${max}"`), { total: 0, resources: [], ids: [] });
+  assert.deepEqual((await listed('members eq "no-such-user"')).ids, []);
 });
 
 test('a directory finds its group by displayName in another case, and a name in another case is still its own group', async (t) => {
