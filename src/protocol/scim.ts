@@ -57,6 +57,18 @@ export const MAX_PATCH_PATH_CHARACTERS = 1_024;
  */
 export const MAX_PATCH_FILTER_COMPARISONS = 200;
 
+/**
+ * A list's `filter` longer than this is refused before it is read. An externalId of
+ * MAX_EXTERNAL_ID_CHARACTERS, each of them written as a `\uXXXX` escape behind the URN-qualified
+ * name, is some 6,200 characters; a directory escapes only `"`, `\` and control characters.
+ */
+export const MAX_LIST_FILTER_CHARACTERS = 8_192;
+/**
+ * Words (a string, a bracket, or a run of other characters) a Group list's filter may hold: the
+ * membership check with URN-qualified names holds ten, and no filter of more is answered.
+ */
+export const MAX_GROUP_FILTER_WORDS = 32;
+
 /** Operations one PATCH may hold: directories send a few per change (Entra ID, Okta: one per attribute or member batch). */
 export const MAX_PATCH_OPERATIONS = 100;
 
@@ -442,6 +454,12 @@ function listParameters(query: unknown): { startIndex: number; count: number; fi
   const filterText = values['filter'];
   if (filterText === undefined) return { startIndex, count, filterText: null };
   if (typeof filterText !== 'string') throw new ScimProblem(400, 'invalidFilter', `filter: ${notOneText(filterText)}`);
+  if (filterText.length > MAX_LIST_FILTER_CHARACTERS)
+    throw new ScimProblem(
+      400,
+      'invalidFilter',
+      `filter: ${filterText.length} characters, more than ${MAX_LIST_FILTER_CHARACTERS.toLocaleString('en')}`,
+    );
   return { startIndex, count, filterText };
 }
 
@@ -455,6 +473,7 @@ const MEMBER_VALUE_PATH = /^members\[\s*value\s+eq\s+("(?:[^"\\]|\\.)*")\s*\]$/i
  */
 function membershipFilter(text: string): { memberId: string } | { scimId: string; memberId: string } | null {
   const terms = andTerms(text);
+  if (terms === null) return null;
   if (terms.length === 1) {
     const alone = membershipTerm(terms[0] ?? '');
     return alone?.kind === 'member' ? { memberId: alone.value } : null;
@@ -502,31 +521,58 @@ function filterString(valueText: string): string | null {
 
 /**
  * The filter split at each `and` outside strings and brackets (`members[value eq "a and b"]` is
- * one term); one term when it has none.
+ * one term); one term when it has none; null when a string is never closed or a bracket is not
+ * matched (no membership filter: the filter is then read as an equality, and refused as one).
+ * Read in one pass as words: a JSON string (its `\"` and `\\` escapes skipped), `[`, `]`, or a
+ * run of anything else up to white space, a quote or a bracket; `and` in any case is such a run
+ * of its own. A filter of more words than MAX_GROUP_FILTER_WORDS is refused.
  */
-function andTerms(text: string): string[] {
+function andTerms(text: string): string[] | null {
   const terms: string[] = [];
   let start = 0;
   let depth = 0;
-  for (let index = 0; index < text.length; index += 1) {
-    const char = text[index];
+  let words = 0;
+  let index = 0;
+  while (index < text.length) {
+    const char = text[index] ?? '';
+    if (/\s/.test(char)) {
+      index += 1;
+      continue;
+    }
+    words += 1;
+    if (words > MAX_GROUP_FILTER_WORDS)
+      throw new ScimProblem(
+        400,
+        'invalidFilter',
+        `filter: more than ${MAX_GROUP_FILTER_WORDS} words (a string or a bracket is one); the filters a Group list answers hold at most ten`,
+      );
     if (char === '"') {
       const end = closingQuote(text, index);
-      if (end === -1) break;
-      index = end;
-    } else if (char === '[') depth += 1;
-    else if (char === ']') depth -= 1;
-    else if (depth === 0 && /\s/.test(char ?? '')) {
-      const and = /^\s+and\s+/i.exec(text.slice(index, index + 64));
-      if (and !== null) {
+      if (end === -1) return null;
+      index = end + 1;
+    } else if (char === '[' || char === ']') {
+      depth += char === '[' ? 1 : -1;
+      if (depth < 0) return null;
+      index += 1;
+    } else {
+      const end = endOfWord(text, index);
+      if (depth === 0 && end - index === 3 && text.slice(index, end).toLowerCase() === 'and') {
         terms.push(text.slice(start, index).trim());
-        start = index + and[0].length;
-        index = start - 1;
+        start = end;
       }
+      index = end;
     }
   }
+  if (depth !== 0) return null;
   terms.push(text.slice(start).trim());
   return terms;
+}
+
+/** Where the word that starts at `from` ends: at white space, a quote, a bracket, or the end. */
+function endOfWord(text: string, from: number): number {
+  let index = from;
+  while (index < text.length && !/[\s"[\]]/.test(text[index] ?? '')) index += 1;
+  return index;
 }
 
 /**
