@@ -127,10 +127,18 @@ export class AdminApiClient {
     const sent = definedOnly({ limit: 100, ...rest });
     if (disabled === true) {
       const answer = await this.#getJson(ADMIN_API_CALLS.disabledUsers, sent);
-      return { users: answer.disabled_users, next_cursor: answer.next_cursor ?? null };
+      return {
+        users: answer.disabled_users,
+        next_cursor: answer.next_cursor ?? null,
+        directory_inactive: answer.directory_inactive ?? [],
+      };
     }
     const answer = await this.#getJson(ADMIN_API_CALLS.users, sent);
-    return { users: answer.users, next_cursor: answer.next_cursor ?? null };
+    return {
+      users: answer.users,
+      next_cursor: answer.next_cursor ?? null,
+      directory_inactive: answer.directory_inactive ?? [],
+    };
   }
 
   async userConfigurationList(userId: string): Promise<AnswerOf<'userConfigurationList'>['user_configuration_list']> {

@@ -50,12 +50,31 @@ const nextUserCursor = z
   .describe(
     'extension, only when `prefix`, `limit` or `cursor` was sent: pass as `cursor` for the next page; null on the last page',
   );
-export const usersAnswer = z.object({ users: z.array(z.string()), next_cursor: nextUserCursor });
-export const disabledUsersAnswer = z.object({ disabled_users: z.array(z.string()), next_cursor: nextUserCursor });
+/** Sent with `prefix`, `limit` or `cursor` only (extension), beside the page's ids. */
+const directoryInactive = z
+  .array(z.string())
+  .optional()
+  .describe(
+    'extension, only when `prefix`, `limit` or `cursor` was sent: the ids of this page that the directory (SCIM) last called inactive, sorted; `enable_user` answers 409 for them until it calls them active',
+  );
+export const usersAnswer = z.object({
+  users: z.array(z.string()),
+  next_cursor: nextUserCursor,
+  directory_inactive: directoryInactive,
+});
+export const disabledUsersAnswer = z.object({
+  disabled_users: z.array(z.string()),
+  next_cursor: nextUserCursor,
+  directory_inactive: directoryInactive,
+});
 
-/** A page of `users` (or `disabled_users`) as the client gives it: the ids, and the cursor (null on the last page). */
+/**
+ * A page of `users` (or `disabled_users`) as the client gives it: the ids, the cursor (null on
+ * the last page), and which of the ids the directory calls inactive.
+ */
 export type UsersPage = Readonly<Pick<z.infer<typeof usersAnswer>, 'users'>> & {
   readonly next_cursor: Exclude<z.infer<typeof usersAnswer>['next_cursor'], undefined>;
+  readonly directory_inactive: readonly string[];
 };
 export const userConfigurationListAnswer = z.object({ user_configuration_list: z.array(userConfigurationSchema) });
 /** An entry of the connection history (extension): connection_log plus where and on which node. */

@@ -81,6 +81,22 @@ export async function directoryCallsInactive(db: Db, userId: UserId): Promise<bo
   return row?.directory_active === 0;
 }
 
+/**
+ * Which of `userIds` the directory's last word calls inactive (`active: false`), sorted: the
+ * users `enable_user` refuses. One look-up of the unique index of the users' ids.
+ */
+export async function directoryInactiveAmong(db: Db, userIds: readonly string[]): Promise<string[]> {
+  if (userIds.length === 0) return [];
+  const rows = await db
+    .selectFrom('scim_users')
+    .select('user_id')
+    .where('user_id', 'in', userIds)
+    .where('directory_active', '=', 0)
+    .orderBy('user_id')
+    .execute();
+  return rows.map((row) => row.user_id);
+}
+
 export async function deleteScimUser(db: Db, scimId: string): Promise<void> {
   await db.deleteFrom('scim_users').where('scim_id', '=', scimId).execute();
 }

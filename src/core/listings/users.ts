@@ -3,6 +3,7 @@
 // comes from the listing cache (src/core/listings/cache.ts). With `prefix`, `limit` or `cursor`
 // (an extension, for the console's user search) a page at a time, straight from the index.
 import type { UsersPage } from '../../protocol/admin-api.js';
+import { directoryInactiveAmong } from '../../storage/scim-users.js';
 import { userIdsJson, userIdsPage } from '../../storage/users.js';
 import { PortalError } from '../errors.js';
 import type { JsonParts } from '../../shared/json-parts.js';
@@ -27,7 +28,11 @@ export interface UsersPageQuery {
   readonly cursor?: string;
 }
 
-/** One page of the users (or disabled users), sorted; a key limited to profiles sees its users only. */
+/**
+ * One page of the users (or disabled users), sorted; a key limited to profiles sees its users
+ * only. With it, which of them the directory (SCIM) calls inactive: enable_user refuses them, so
+ * the console does not offer it.
+ */
 export async function listUsersPage(ctx: PortalContext, query: UsersPageQuery): Promise<UsersPage> {
   const after = query.cursor === undefined ? null : decodeUserCursor(query.cursor);
   const profiles = reachableProfiles(ctx);
@@ -43,6 +48,7 @@ export async function listUsersPage(ctx: PortalContext, query: UsersPageQuery): 
   const last = users.at(-1);
   return {
     users,
+    directory_inactive: await directoryInactiveAmong(ctx.db, users),
     next_cursor:
       ids.length > query.limit && last !== undefined ? Buffer.from(last, 'utf8').toString('base64url') : null,
   };

@@ -146,6 +146,13 @@ function noteSeal(frame: PageFrame, done: string, subject: string): string {
     .slice(0, 22);
 }
 
+/**
+ * Why the console offers no Enable for a disabled user the directory (SCIM) calls inactive:
+ * enable_user answers 409 for them, whoever disabled them first (docs/scim.md).
+ */
+export const DIRECTORY_INACTIVE =
+  'The directory (SCIM) calls this user inactive: the portal enables them only once the directory calls the person active again.';
+
 export function notice(message: string): Html {
   return html`<p class="notice" role="status">${message}</p>`;
 }

@@ -19,7 +19,7 @@ import { usersRoute } from '../admin-api/routes/listings/users.js';
 import { webhookDeliveriesRoute, webhooksRoute } from '../admin-api/routes/webhooks/webhooks.js';
 import { ConsoleRefusal, readAnswer } from './calls.js';
 import { html, jsonIsland, type Html } from './html.js';
-import { doneNote, may, mayCall, problem, table, timeHint, zoneField } from './layout.js';
+import { DIRECTORY_INACTIVE, doneNote, may, mayCall, problem, table, timeHint, zoneField } from './layout.js';
 import type { ConsolePage, ConsoleRequest, PageResult } from './console-request.js';
 import { describeBytes } from '../../shared/limited-body.js';
 import { lastReconcile } from './reconcile-times.js';
@@ -241,14 +241,18 @@ async function user(r: ConsoleRequest): Promise<PageResult> {
       limit: '1',
     });
     const isDisabled = list.disabled_users[0] === userId;
+    // enable_user refuses a user the directory calls inactive: no Enable, and the page says why.
+    const directoryInactive = isDisabled && (list.directory_inactive ?? []).includes(userId);
     const actions = html`${
-      may(frame, 'write')
+      may(frame, 'write') && !directoryInactive
         ? isDisabled
           ? link(base, 'confirm', { action: 'enable_user', user_id: userId }, 'Enable…')
           : link(base, 'confirm', { action: 'disable_user', user_id: userId }, 'Disable…')
         : ''
     } ${may(frame, 'admin') ? link(base, 'confirm', { action: 'destroy', user_id: userId }, 'Delete user…') : ''}`;
-    return html`<p>State: <strong>${isDisabled ? 'disabled' : 'enabled'}</strong></p><p class="actions">${actions}</p>`;
+    return html`<p>State: <strong>${isDisabled ? 'disabled' : 'enabled'}</strong></p>${
+      directoryInactive ? html`<p class="hint" id="directory-inactive">${DIRECTORY_INACTIVE}</p>` : ''
+    }<p class="actions">${actions}</p>`;
   });
   const configurations = await section(async () => {
     const list = await readAnswer(ctx, caller, request, userConfigurationListRoute, { user_id: userId });

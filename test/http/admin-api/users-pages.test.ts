@@ -1,10 +1,12 @@
 // GET /users and GET /disabled_users a page at a time (for the console's user search):
-// `prefix` (exact, case-sensitive, no wildcards), `limit` and `cursor`, with `next_cursor` in the
-// answer; without them the answer stays the specification's, byte for byte; a bad value is a
-// 400 that changes nothing.
+// `prefix` (exact, case-sensitive, no wildcards), `limit` and `cursor`, with `next_cursor` and
+// `directory_inactive` (which of the page's users the directory calls inactive) in the answer;
+// without them the answer stays the specification's, byte for byte; a bad value is a 400 that
+// changes nothing.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { bearer, makeAdminKey, portalState, twoProfiles } from '../../support/admin-keys.js';
+import { patchOp, scimClient } from '../../support/scim-client.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
 /** Ids that trip up a LIKE or a case-insensitive comparison, and multibyte ones. */
@@ -17,7 +19,7 @@ async function provision(portal: TestPortal, profileOf: (userId: string) => stri
   }
 }
 
-type Page = { users?: string[]; disabled_users?: string[]; next_cursor: string | null };
+type Page = { users?: string[]; disabled_users?: string[]; next_cursor: string | null; directory_inactive: string[] };
 
 async function page(portal: TestPortal, path: string, query: Record<string, string>, key?: string): Promise<Page> {
   const response = await portal.get(path, query, key === undefined ? undefined : bearer(key));
@@ -45,6 +47,7 @@ test('prefix finds exactly the ids starting with it, case-sensitive, with % and 
   assert.deepEqual(await page(portal, '/users', { prefix: 'an' }), {
     users: ['an', 'an%x', 'an_y', 'ann', 'anna', 'anne', 'an😀'],
     next_cursor: null,
+    directory_inactive: [],
   });
   assert.deepEqual((await page(portal, '/users', { prefix: 'ann' })).users, ['ann', 'anna', 'anne']);
   assert.deepEqual((await page(portal, '/users', { prefix: 'An' })).users, ['Anna'], 'case-sensitive');
@@ -52,7 +55,11 @@ test('prefix finds exactly the ids starting with it, case-sensitive, with % and 
   assert.deepEqual((await page(portal, '/users', { prefix: 'an_' })).users, ['an_y'], '_ is no wildcard');
   assert.deepEqual((await page(portal, '/users', { prefix: 'añ' })).users, ['añez']);
   assert.deepEqual((await page(portal, '/users', { prefix: 'an😀' })).users, ['an😀']);
-  assert.deepEqual(await page(portal, '/users', { prefix: 'zed' }), { users: [], next_cursor: null });
+  assert.deepEqual(await page(portal, '/users', { prefix: 'zed' }), {
+    users: [],
+    next_cursor: null,
+    directory_inactive: [],
+  });
 });
 
 test('limit and cursor walk every page once, in order, also combined with prefix and for disabled users', async (t) => {
@@ -102,7 +109,7 @@ test('a page may end at an id of 255 characters outside the BMP, and its cursor 
   assert.deepEqual(first.users, ['ann', longest]);
   assert.notEqual(first.next_cursor, null);
   const second = await page(portal, '/users', { limit: '2', cursor: first.next_cursor ?? '' });
-  assert.deepEqual(second, { users: ['😁'], next_cursor: null });
+  assert.deepEqual(second, { users: ['😁'], next_cursor: null, directory_inactive: [] });
 });
 
 test('a key limited to a profile pages through the users it may see only', async (t) => {
@@ -113,7 +120,56 @@ test('a key limited to a profile pages through the users it may see only', async
   assert.deepEqual(await page(portal, '/users', { prefix: 'an' }, guestsReader), {
     users: ['ann', 'anna', 'anne'],
     next_cursor: null,
+    directory_inactive: [],
   });
+});
+
+test("a page names those of its users the directory calls inactive, as enable_user refuses them; the specification's answer does not", async (t) => {
+  const portal = await startTestPortal();
+  t.after(() => portal.close());
+  const scim = scimClient(portal, await makeAdminKey(portal, 'entra', { scope: 'scim' }));
+  const ids: Record<string, string> = {};
+  for (const userName of ['ann', 'anna', 'anne']) {
+    const created = await scim.send('POST', 'Users', {
+      schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+      userName,
+      active: true,
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    ids[userName] = String(created.body?.['id']);
+  }
+  assert.equal((await portal.post('/create', { user_id: 'bob', profile_id: 'employees' })).status, 200);
+  // The directory calls ann and anne inactive; an administrator disables bob, whom it does not manage.
+  for (const userName of ['ann', 'anne'])
+    await scim.send('PATCH', `Users/${ids[userName]}`, patchOp({ op: 'replace', path: 'active', value: false }));
+  assert.equal((await portal.post('/disable_user', { user_id: 'bob' })).status, 204);
+  assert.equal((await portal.post('/enable_user', { user_id: 'anne' })).status, 409);
+
+  assert.deepEqual(await page(portal, '/users', { limit: '2' }), {
+    users: ['ann', 'anna'],
+    next_cursor: Buffer.from('anna').toString('base64url'),
+    directory_inactive: ['ann'],
+  });
+  assert.deepEqual(await page(portal, '/disabled_users', { prefix: 'anne', limit: '1' }), {
+    disabled_users: ['anne'],
+    next_cursor: null,
+    directory_inactive: ['anne'],
+  });
+  assert.deepEqual(await page(portal, '/disabled_users', { prefix: 'b' }), {
+    disabled_users: ['bob'],
+    next_cursor: null,
+    directory_inactive: [],
+  });
+  const typed = await portal.admin.usersPage({ disabled: true });
+  assert.deepEqual(
+    [typed.users, typed.directory_inactive],
+    [
+      ['ann', 'anne', 'bob'],
+      ['ann', 'anne'],
+    ],
+    'the typed client reads it',
+  );
+  assert.deepEqual(JSON.parse((await portal.get('/disabled_users')).text), { disabled_users: ['ann', 'anne', 'bob'] });
 });
 
 test('a bad prefix, limit or cursor is a 400 naming the parameter, and changes nothing', async (t) => {

@@ -13,6 +13,6 @@ export const disabledUsersRoute = defineRoute({
   handle: (ctx, params) =>
     usersAnswerFor(ctx, params, {
       field: 'disabled_users',
-      page: (disabled_users, next_cursor) => ({ disabled_users, next_cursor }),
+      page: (disabled_users, next_cursor, directory_inactive) => ({ disabled_users, next_cursor, directory_inactive }),
     }),
 });

@@ -15,14 +15,14 @@ export const usersRoute = defineRoute({
   handle: (ctx, params) =>
     usersAnswerFor(ctx, params, {
       field: 'users',
-      page: (users, next_cursor) => ({ users, next_cursor }),
+      page: (users, next_cursor, directory_inactive) => ({ users, next_cursor, directory_inactive }),
     }),
 });
 
 /** Which of the two listings, and its page as the call answers it. */
 export interface UsersListing<T> {
   readonly field: 'users' | 'disabled_users';
-  page(users: string[], nextCursor: string | null): T;
+  page(users: string[], nextCursor: string | null, directoryInactive: string[]): T;
 }
 
 /** The answer of `users` or `disabled_users`: all of them, or a page with the extension's parameters. */
@@ -42,5 +42,5 @@ export async function usersAnswerFor<T>(
     ...(prefix === undefined ? {} : { prefix }),
     ...(cursor === undefined ? {} : { cursor }),
   });
-  return { status: 200, json: listing.page(page.users, page.next_cursor) };
+  return { status: 200, json: listing.page(page.users, page.next_cursor, [...page.directory_inactive]) };
 }
