@@ -14,7 +14,7 @@ import { countCertificatesByProfileAndNode } from '../../storage/certificates.js
 import { countPeersByProfileAndNode } from '../../storage/wg-peers.js';
 import { isWireGuardKey, wireGuardPublicKey } from '../../wireguard/keys.js';
 import type { ImportFacts } from './configurations.js';
-import type { ConflictList, ImportContext, KeyNotNeeded, PlannedKeyFile } from './plan-types.js';
+import type { ConflictList, ImportConflict, ImportContext, KeyNotNeeded, PlannedKeyFile } from './plan-types.js';
 
 /** A key file to bring, and how to write it. */
 export interface KeyAdoption extends PlannedKeyFile {
@@ -87,12 +87,12 @@ export async function planKeyFiles(
  * node: eduVPN keeps the file of a node it retired, and nothing of that node is brought. Those
  * are returned, to be told.
  */
-export function findKeysNeededAndMissing(
+export async function findKeysNeededAndMissing(
   ctx: ImportContext,
   keys: EduVpnKeys,
   facts: Pick<ImportFacts, 'openVpnPerProfile' | 'wireGuardPerNode'>,
   conflicts: ConflictList,
-): KeyNotNeeded[] {
+): Promise<KeyNotNeeded[]> {
   const missing = (path: string, reason: string) =>
     conflicts.add({ kind: 'keys', record: path, reason: `${reason}, and it is neither in eduVPN's files nor here` });
   const openVpn = [...facts.openVpnPerProfile.values()].reduce((sum, count) => sum + count, 0);
@@ -109,8 +109,6 @@ export function findKeysNeededAndMissing(
         `${count} OpenVPN configurations of profile ${profileId} need its tls-crypt key (/var/lib/vpn-user-portal/keys/tls-crypt-${profileId}.key)`,
       );
   }
-  const nodeKeyOption = (node: NodeNumber) =>
-    `--node-wireguard-key ${node}=FILE, copied from the node's /etc/vpn-server-node/keys/wireguard.key`;
   for (const [node, count] of facts.wireGuardPerNode) {
     const path = ctx.keys.wireGuardKeyPath(node);
     if (keys.wireGuardPrivateKeys.has(node)) continue;
@@ -121,12 +119,10 @@ export function findKeysNeededAndMissing(
           path,
           `${count} WireGuard configurations of node ${node} need its WireGuard key (${nodeKeyOption(node)})`,
         );
-    } else if (ctx.keys.wireGuardPublicKey(node) !== named)
-      conflicts.add({
-        kind: 'keys',
-        record: path,
-        reason: `node ${node}: ${count} WireGuard configurations to bring name public key ${named} (eduVPN's wireguard.${node}.public.key), and its private key was not given (${nodeKeyOption(node)})`,
-      });
+      continue;
+    }
+    const here = ctx.keys.wireGuardPublicKey(node);
+    if (here !== named) conflicts.add(await nodePrivateKeyNotGiven(ctx, node, count, named, here));
   }
   const notNeeded: KeyNotNeeded[] = [];
   for (const [node, named] of keys.wireGuardPublicKeys) {
@@ -138,6 +134,34 @@ export function findKeysNeededAndMissing(
     });
   }
   return notNeeded;
+}
+
+function nodeKeyOption(node: NodeNumber): string {
+  return `--node-wireguard-key ${node}=FILE, copied from the node's /etc/vpn-server-node/keys/wireguard.key`;
+}
+
+/**
+ * Configurations to bring name node `node`'s public key, and its private key was not given. With
+ * another key of this portal's for the node, that key would be kept and every file eduVPN issued
+ * for the node would stop connecting: the conflict names it, and what here uses it.
+ */
+async function nodePrivateKeyNotGiven(
+  ctx: ImportContext,
+  node: NodeNumber,
+  count: number,
+  named: string,
+  here: string | null,
+): Promise<ImportConflict> {
+  const needed = `node ${node}: ${count} WireGuard configurations to bring name public key ${named} (eduVPN's wireguard.${node}.public.key)`;
+  const record = ctx.keys.wireGuardKeyPath(node);
+  if (here === null)
+    return { kind: 'keys', record, reason: `${needed}, and its private key was not given (${nodeKeyOption(node)})` };
+  const usedHere = (await countDependents(ctx)).peersOnNode(node);
+  return {
+    kind: 'keys',
+    record,
+    reason: `${needed}, but this portal's key for node ${node} is another one (public key ${here}; ${usedHere} WireGuard configurations here use it): those files would stop working with it; give the node's private key (${nodeKeyOption(node)}), and move this portal's key file away if nothing here needs it`,
+  };
 }
 
 /** Writes the key files that are missing here (the plan had no conflict). */

@@ -89,7 +89,7 @@ export async function prepareEduVpnImport(
       progress({ phase: 'checking', kind, done, total });
     });
   }
-  const keysNotNeeded = findKeysNeededAndMissing(ctx, deployment.keys, facts, conflicts);
+  const keysNotNeeded = await findKeysNeededAndMissing(ctx, deployment.keys, facts, conflicts);
   await findRevokedInEduVpn(ctx.db, facts, conflicts, counts);
   const plan: ImportPlan = {
     source: deployment.description,

@@ -7,7 +7,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { importEduVpn, type ImportContext } from '../../../src/core/importing/index.js';
 import { generateTlsCryptKey } from '../../../src/openvpn/tls-crypt.js';
-import type { EduVpnKeys } from '../../../src/eduvpn/deployment.js';
+import type { EduVpnKeys, EduVpnWireGuardPeer } from '../../../src/eduvpn/deployment.js';
 import { asNodeNumber, asProfileId, asWireGuardKey } from '../../../src/shared/ids.js';
 import { certificatesWithNames } from '../../../src/storage/certificates.js';
 import { peersWithKeys } from '../../../src/storage/wg-peers.js';
@@ -109,19 +109,19 @@ test('configurations whose tls-crypt or WireGuard key neither eduVPN’s files n
   assert.equal(done.applied?.inserted.wireGuardPeers, 1);
 });
 
-/** Dee as the first story brought her, and erin with a WireGuard configuration of profile branch, on node 2. */
-function branchDeployment(keys: EduVpnKeys) {
+// Erin's configuration of profile branch, on node 2, which the second story brings.
+const onNode2 = eduVpnPeer('erin', 0, {
+  profileId: asProfileId('branch'),
+  nodeNumber: asNodeNumber(2),
+  ipFour: '10.49.0.2',
+  ipSix: 'fd49::2',
+});
+
+/** Dee as the first story brought her, erin with her configuration on node 2, and `more`. */
+function branchDeployment(keys: EduVpnKeys, more: readonly EduVpnWireGuardPeer[] = []) {
   const records = deeRecords();
-  records.users = [...records.users, eduVpnUser('erin')];
-  records.wireGuardPeers = [
-    ...records.wireGuardPeers,
-    eduVpnPeer('erin', 0, {
-      profileId: asProfileId('branch'),
-      nodeNumber: asNodeNumber(2),
-      ipFour: '10.49.0.2',
-      ipSix: 'fd49::2',
-    }),
-  ];
+  records.users = [...records.users, eduVpnUser('erin'), ...more.map((peer) => eduVpnUser(peer.userId))];
+  records.wireGuardPeers = [...records.wireGuardPeers, onNode2, ...more];
   return inMemoryDeployment(records, { keys });
 }
 
@@ -161,4 +161,35 @@ test('a public key eduVPN keeps for a node nothing brought connects to is told a
   assert.equal(done.applied?.inserted.wireGuardPeers, 1);
   assert.equal(ctx.keys.wireGuardPublicKey(asNodeNumber(2)), node2.publicKey);
   assert.equal(existsSync(ctx.keys.wireGuardKeyPath(asNodeNumber(7))), false);
+});
+
+test('a node key this portal holds that is not the one eduVPN’s files name is a conflict naming the key here, and what to do', async () => {
+  // The earlier stories brought dee's and erin's configurations with this portal's node 1 key;
+  // eduVPN's files for node 1 name another key, and fay's new configuration connects with it.
+  const eduVpnNode1 = generateWireGuardKeyPair();
+  const keys: EduVpnKeys = {
+    ...NO_KEYS,
+    wireGuardPublicKeys: new Map([[asNodeNumber(1), asWireGuardKey(eduVpnNode1.publicKey)]]),
+  };
+  const deployment = branchDeployment(keys, [
+    eduVpnPeer('fay', 0, {
+      profileId: asProfileId('remote'),
+      nodeNumber: asNodeNumber(1),
+      ipFour: '10.48.0.3',
+      ipSix: 'fd48::3',
+    }),
+  ]);
+  const keyHere = ctx.keys.wireGuardPublicKey(asNodeNumber(1));
+
+  const refused = await importEduVpn(ctx, deployment);
+  assert.equal(refused.applied, null);
+  assert.deepEqual(
+    refused.plan.conflicts.map((conflict) => [conflict.kind, conflict.record]),
+    [['keys', ctx.keys.wireGuardKeyPath(asNodeNumber(1))]],
+  );
+  assert.equal(
+    refused.plan.conflicts[0]?.reason,
+    `node 1: 1 WireGuard configurations to bring name public key ${eduVpnNode1.publicKey} (eduVPN's wireguard.1.public.key), but this portal's key for node 1 is another one (public key ${keyHere}; 1 WireGuard configurations here use it): those files would stop working with it; give the node's private key (--node-wireguard-key 1=FILE, copied from the node's /etc/vpn-server-node/keys/wireguard.key), and move this portal's key file away if nothing here needs it`,
+  );
+  assert.equal(ctx.keys.wireGuardPublicKey(asNodeNumber(1)), keyHere, 'the key here was kept');
 });
