@@ -279,6 +279,7 @@ function printPlan(plan: ImportPlan, print: (line: string) => void): void {
         ]),
       ),
     );
+  for (const key of plan.keyWarnings) print(`warning: ${key.name}: ${key.reason}`);
   for (const key of plan.keysNotNeeded) print(`not needed: ${key.name}: ${key.reason}`);
   const left = plan.leftBehind;
   print(

@@ -6,7 +6,7 @@
 // destroyed there stays out of a run again, which says so, also once its destroy receipt went. A portal with keys of its own refuses
 // with the conflicts; mistakes on the command line are usage errors.
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -192,6 +192,18 @@ test('the public key file eduVPN keeps of a node it retired is named as not need
     /^not needed: node 9 WireGuard public key: eduVPN's wireguard\.9\.public\.key names x{42}A=, but no configuration to bring connects to node 9 /m,
   );
   assert.equal(existsSync(path.join(setUpDone.dataDir, 'keys', 'wireguard.9.key')), false);
+});
+
+test('a node key given without eduVPN’s public key file to check it against is printed as a warning that it went unchecked', async (t) => {
+  const { deployment, configFile } = await setUp(t);
+  rmSync(path.join(deployment.location.dataDir, 'keys', 'wireguard.1.public.key'));
+  const dry = await runCli(importArgs(deployment, configFile, '--dry-run'));
+  assert.equal(dry.code, 0, dry.stderr);
+  assert.match(
+    dry.stdout,
+    /^warning: node 1 WireGuard private key: eduVPN's files hold no wireguard\.1\.public\.key, so the key given was not checked against the public key the WireGuard files issued for node 1 name /m,
+  );
+  assert.doesNotMatch(dry.stdout, /^warning: node 0 /m);
 });
 
 test('after a destroy here, a run again names the user and its configurations as removed here and brings none of them back, also once the receipt of the destroy was pruned', async (t) => {

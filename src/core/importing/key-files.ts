@@ -19,6 +19,8 @@ import type { ConflictList, ImportConflict, ImportContext, KeyNotNeeded, Planned
 /** A key file to bring, and how to write it. */
 export interface KeyAdoption extends PlannedKeyFile {
   adopt(): Promise<CreatedOrKept>;
+  /** Why the key could not be checked against eduVPN's issued files, to be told; none when it was. */
+  readonly unchecked?: string;
 }
 
 /** What here depends on a key, per key: how many configurations, for the conflict's message. */
@@ -236,11 +238,17 @@ function planWireGuardKeys(
       state: keyFileState(path, privateKey),
       adopt,
       node,
+      ...(named === undefined ? { unchecked: uncheckedNodeKey(node) } : {}),
     });
   }
   // A public key named without its private key matters only if configurations to bring connect
   // with it: findKeysNeededAndMissing tells, once the configurations are counted.
   return planned;
+}
+
+/** Why a node's private key given without eduVPN's wireguard.N.public.key went unchecked, and how to have it checked. */
+function uncheckedNodeKey(node: NodeNumber): string {
+  return `eduVPN's files hold no wireguard.${node}.public.key, so the key given was not checked against the public key the WireGuard files issued for node ${node} name (only that it is no other node's); keep /var/lib/vpn-user-portal/keys/wireguard.${node}.public.key in the copy of eduVPN's data folder and run the dry run again to have it checked`;
 }
 
 async function planCa(

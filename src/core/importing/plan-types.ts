@@ -67,6 +67,17 @@ export interface KeyNotNeeded {
   readonly reason: string;
 }
 
+/**
+ * A key brought that could not be checked as the others are (a node's WireGuard private key
+ * without eduVPN's wireguard.N.public.key to check it against): told, so that the administrator
+ * knows, and the import goes on.
+ */
+export interface KeyWarning {
+  /** What it is, for messages: `node 3 WireGuard private key`. */
+  readonly name: string;
+  readonly reason: string;
+}
+
 /** Conflicts (and records removed here) kept in full; beyond this many only their number (a wrong database conflicts everywhere). */
 export const LISTED_CONFLICTS = 10_000;
 
@@ -78,6 +89,8 @@ export interface ImportPlan {
   readonly keyFiles: readonly PlannedKeyFile[];
   /** Keys eduVPN's files name that no configuration to bring needs: not brought, and no conflict. */
   readonly keysNotNeeded: readonly KeyNotNeeded[];
+  /** Keys brought that went unchecked against eduVPN's issued files: no conflict, but told. */
+  readonly keyWarnings: readonly KeyWarning[];
   /** The first LISTED_CONFLICTS conflicts, in the order found. */
   readonly conflicts: readonly ImportConflict[];
   /** Every conflict, also those not listed. */

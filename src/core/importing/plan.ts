@@ -97,6 +97,9 @@ export async function prepareEduVpnImport(
     counts,
     keyFiles: keyAdoptions.map(({ name, path, state }) => ({ name, path, state })),
     keysNotNeeded,
+    keyWarnings: keyAdoptions.flatMap(({ name, unchecked }) =>
+      unchecked === undefined ? [] : [{ name, reason: unchecked }],
+    ),
     conflicts: conflicts.listed,
     conflictCount: conflicts.count,
     removedHere: removedHere.listed,

@@ -3,15 +3,15 @@
 // folder not copied, another folder named) is a conflict: the portal would make a new key on
 // first use, and none of those files would connect after the move.
 import assert from 'node:assert/strict';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { after, before, test } from 'node:test';
-import { importEduVpn, type ImportContext } from '../../../src/core/importing/index.js';
+import { importEduVpn, planEduVpnImport, type ImportContext } from '../../../src/core/importing/index.js';
 import { generateTlsCryptKey } from '../../../src/openvpn/tls-crypt.js';
 import type { EduVpnKeys, EduVpnWireGuardPeer } from '../../../src/eduvpn/deployment.js';
 import { asNodeNumber, asProfileId, asWireGuardKey } from '../../../src/shared/ids.js';
 import { certificatesWithNames } from '../../../src/storage/certificates.js';
 import { peersWithKeys } from '../../../src/storage/wg-peers.js';
-import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
+import { generateWireGuardKeyPair, wireGuardPublicKey } from '../../../src/wireguard/keys.js';
 import {
   eduVpnCertificate,
   eduVpnPeer,
@@ -193,3 +193,39 @@ test('a node key this portal holds that is not the one eduVPN’s files name is 
   );
   assert.equal(ctx.keys.wireGuardPublicKey(asNodeNumber(1)), keyHere, 'the key here was kept');
 });
+
+test('a node key given without eduVPN’s public key file to check it against is brought with a warning that it went unchecked', async () => {
+  // eduVPN's data folder was copied without wireguard.2.public.key; gus's new configuration is on node 2.
+  const keys: EduVpnKeys = {
+    ...NO_KEYS,
+    wireGuardPrivateKeys: new Map([[asNodeNumber(2), nodeKeyHere(2)]]),
+  };
+  const gus = eduVpnPeer('gus', 0, {
+    profileId: asProfileId('branch'),
+    nodeNumber: asNodeNumber(2),
+    ipFour: '10.49.0.3',
+    ipSix: 'fd49::3',
+  });
+
+  const done = await importEduVpn(ctx, branchDeployment(keys, [gus]));
+  assert.deepEqual(done.plan.conflicts, []);
+  assert.deepEqual(done.plan.keyWarnings, [
+    {
+      name: 'node 2 WireGuard private key',
+      reason:
+        "eduVPN's files hold no wireguard.2.public.key, so the key given was not checked against the public key the WireGuard files issued for node 2 name (only that it is no other node's); keep /var/lib/vpn-user-portal/keys/wireguard.2.public.key in the copy of eduVPN's data folder and run the dry run again to have it checked",
+    },
+  ]);
+  assert.equal(done.applied?.inserted.wireGuardPeers, 1);
+
+  // With the public key file, the same key is checked, and nothing is told.
+  const checked = { ...keys, wireGuardPublicKeys: new Map([[asNodeNumber(2), wireGuardPublicKey(nodeKeyHere(2))]]) };
+  const again = await planEduVpnImport(ctx, branchDeployment(checked, [gus]));
+  assert.deepEqual(again.conflicts, []);
+  assert.deepEqual(again.keyWarnings, []);
+});
+
+/** The WireGuard private key this portal holds for `node`. */
+function nodeKeyHere(node: number) {
+  return asWireGuardKey(readFileSync(ctx.keys.wireGuardKeyPath(asNodeNumber(node)), 'utf8').trim());
+}
