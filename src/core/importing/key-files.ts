@@ -188,7 +188,7 @@ function planWireGuardKeys(
   keys: EduVpnKeys,
   conflicts: ConflictList,
 ): (KeyAdoption & { readonly node: NodeNumber })[] {
-  const planned: (KeyAdoption & { readonly node: NodeNumber })[] = [];
+  const planned: (KeyAdoption & { readonly node: NodeNumber; readonly privateKey: string })[] = [];
   const store = ctx.keys;
   for (const [node, privateKey] of keys.wireGuardPrivateKeys) {
     const path = store.wireGuardKeyPath(node);
@@ -238,12 +238,35 @@ function planWireGuardKeys(
       state: keyFileState(path, privateKey),
       adopt,
       node,
+      privateKey,
       ...(named === undefined ? { unchecked: uncheckedNodeKey(node) } : {}),
     });
   }
   // A public key named without its private key matters only if configurations to bring connect
   // with it: findKeysNeededAndMissing tells, once the configurations are counted.
-  return planned;
+  return withoutSharedKeys(planned, conflicts).map(({ privateKey: _, ...adoption }) => adoption);
+}
+
+/**
+ * The node keys of `planned` given for no other node of `planned`. Each node has a key of its
+ * own, so one given for two nodes (the same file named twice, or a copy; unchecked, as neither
+ * node's wireguard.N.public.key is in eduVPN's files) is the wrong key for one of them, whose
+ * WireGuard files would not connect: a conflict for each, since which one cannot be told.
+ */
+function withoutSharedKeys<
+  Adoption extends { readonly node: NodeNumber; readonly privateKey: string; readonly path: string },
+>(planned: readonly Adoption[], conflicts: ConflictList): Adoption[] {
+  return planned.filter((adoption) => {
+    const others = planned.filter((other) => other.node !== adoption.node && other.privateKey === adoption.privateKey);
+    if (others.length === 0) return true;
+    const nodes = others.map((other) => `node ${other.node}`).join(', ');
+    conflicts.add({
+      kind: 'keys',
+      record: adoption.path,
+      reason: `node ${adoption.node}: the WireGuard private key given was also given for ${nodes}; each node has a key of its own, so the WireGuard files issued for one of them would not connect: give each node's own /etc/vpn-server-node/keys/wireguard.key`,
+    });
+    return false;
+  });
 }
 
 /** Why a node's private key given without eduVPN's wireguard.N.public.key went unchecked, and how to have it checked. */

@@ -239,6 +239,31 @@ test('without its own public key file, a node key that is another node’s, or a
   assert.deepEqual(plan.keyFiles, []);
 });
 
+test('the same node key given for two nodes is a conflict for each, since the files of one of them would not connect', async () => {
+  // eduVPN's copy holds neither node's public key file, and node 3's wireguard.key was given for node 4 too.
+  const node3 = generateWireGuardKeyPair();
+  const keys = {
+    ...NO_KEYS,
+    wireGuardPrivateKeys: new Map([
+      [asNodeNumber(3), asWireGuardKey(node3.privateKey)],
+      [asNodeNumber(4), asWireGuardKey(node3.privateKey)],
+    ]),
+  };
+  const plan = await planEduVpnImport(ctx, eduVpnStill(emptyRecords(), { keys }));
+  assert.equal(plan.conflictCount, 2, JSON.stringify(plan.conflicts, null, 2));
+  assert.equal(
+    conflictAbout(plan.conflicts, ctx.keys.wireGuardKeyPath(asNodeNumber(3))).reason,
+    "node 3: the WireGuard private key given was also given for node 4; each node has a key of its own, so the WireGuard files issued for one of them would not connect: give each node's own /etc/vpn-server-node/keys/wireguard.key",
+  );
+  assert.match(
+    conflictAbout(plan.conflicts, ctx.keys.wireGuardKeyPath(asNodeNumber(4))).reason,
+    /^node 4: the WireGuard private key given was also given for node 3;/,
+  );
+  for (const conflict of plan.conflicts) assert.ok(!conflict.reason.includes(node3.privateKey));
+  assert.deepEqual(plan.keyFiles, []);
+  assert.equal((await importEduVpn(ctx, eduVpnStill(emptyRecords(), { keys }))).applied, null);
+});
+
 test('key files that are missing here are brought, and the same ones already here are no conflict', async () => {
   const node2 = generateWireGuardKeyPair();
   const tlsCrypt = ctx.openVpnKeys.tlsCryptKey('employees');
