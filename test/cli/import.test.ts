@@ -23,6 +23,8 @@ import { parseDatabaseLocation } from '../../src/config/database-location.js';
 import { connectDatabase, migrateUpTo, migrationStatus } from '../../src/storage/database.js';
 import { startPrivateMariadb } from '../support/private-mariadb.js';
 import { defaultTestConfig, startTestPortal, UNREACHABLE_NODE } from '../support/test-portal.js';
+import { asNodeNumber } from '../../src/shared/ids.js';
+import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
 
 type TestContext = { after: (fn: () => Promise<void> | void) => void };
 
@@ -192,6 +194,28 @@ test('the public key file eduVPN keeps of a node it retired is named as not need
     /^not needed: node 9 WireGuard public key: eduVPN's wireguard\.9\.public\.key names x{42}A=, but no configuration to bring connects to node 9 /m,
   );
   assert.equal(existsSync(path.join(setUpDone.dataDir, 'keys', 'wireguard.9.key')), false);
+});
+
+test('a node key given for a node nothing connects to is named as not needed, and the import does not write it', async (t) => {
+  const setUpDone = await setUp(t);
+  const { location } = setUpDone.deployment;
+  const keyFile = path.join(location.dataDir, 'wireguard.8.key');
+  writeFileSync(keyFile, `${generateWireGuardKeyPair().privateKey}\n`, { mode: 0o600 });
+  const nodeWireGuardKeyFiles = new Map([...location.nodeWireGuardKeyFiles, [asNodeNumber(8), keyFile]]);
+  const { dryRun } = await importsEverything(t, {
+    ...setUpDone,
+    deployment: { ...setUpDone.deployment, location: { ...location, nodeWireGuardKeyFiles } },
+  });
+  assert.match(
+    dryRun,
+    /^not needed: node 8 WireGuard private key: given with --node-wireguard-key 8=FILE, but no configuration to bring connects to node 8 /m,
+  );
+  assert.doesNotMatch(
+    dryRun,
+    /^(node|warning: node) 8 WireGuard private key/m,
+    'neither a key file to bring nor unchecked',
+  );
+  assert.equal(existsSync(path.join(setUpDone.dataDir, 'keys', 'wireguard.8.key')), false);
 });
 
 test('a node key given without eduVPN’s public key file to check it against is printed as a warning that it went unchecked', async (t) => {

@@ -3,7 +3,7 @@
 // node's WireGuard private key (its public key is in every WireGuard file), the OpenVPN CA (it
 // signed every client certificate) and each profile's tls-crypt key (in every OpenVPN file).
 // A file here that holds another key is never replaced: it is a conflict, told with what here
-// already depends on it.
+// already depends on it. A node's key that nothing brought or here connects with is not written.
 import { existsSync } from 'node:fs';
 import type { EduVpnKeys } from '../../eduvpn/deployment.js';
 import { keyFileState, type CreatedOrKept } from '../../keys/key-store.js';
@@ -21,6 +21,8 @@ export interface KeyAdoption extends PlannedKeyFile {
   adopt(): Promise<CreatedOrKept>;
   /** Why the key could not be checked against eduVPN's issued files, to be told; none when it was. */
   readonly unchecked?: string;
+  /** The node, of a node's WireGuard private key. */
+  readonly node?: NodeNumber;
 }
 
 /** What here depends on a key, per key: how many configurations, for the conflict's message. */
@@ -136,6 +138,32 @@ export async function findKeysNeededAndMissing(
     });
   }
   return notNeeded;
+}
+
+/**
+ * The key files to write, without the node WireGuard keys given for a node no configuration to
+ * bring connects to and none here is on (a node eduVPN no longer uses, or none of whose
+ * configurations is brought): such a key is not written, and is returned to be told, so that no
+ * key file of a node this portal does not serve is left in its keys folder. One here already
+ * stays, as does one that differs from the key here (a conflict already).
+ */
+export async function setAsideNodeKeysNotNeeded(
+  ctx: ImportContext,
+  adoptions: readonly KeyAdoption[],
+  facts: Pick<ImportFacts, 'wireGuardPerNode'>,
+): Promise<{ readonly adoptions: KeyAdoption[]; readonly notNeeded: KeyNotNeeded[] }> {
+  const dependents = await countDependents(ctx);
+  const notNeeded: KeyNotNeeded[] = [];
+  const kept = adoptions.filter(({ node, name, state }) => {
+    if (node === undefined || state !== 'missing') return true;
+    if ((facts.wireGuardPerNode.get(node) ?? 0) > 0 || dependents.peersOnNode(node) > 0) return true;
+    notNeeded.push({
+      name,
+      reason: `given with --node-wireguard-key ${node}=FILE, but no configuration to bring connects to node ${node} and none here does (a node eduVPN no longer uses, or none of its configurations is brought): it is not needed, and nothing is written for node ${node}`,
+    });
+    return false;
+  });
+  return { adoptions: kept, notNeeded };
 }
 
 function nodeKeyOption(node: NodeNumber): string {

@@ -57,9 +57,9 @@ export interface PlannedKeyFile {
 }
 
 /**
- * A key eduVPN's files name that nothing to bring connects with (a node eduVPN retired, or none
- * of whose configurations is brought): told, and not brought, so that a stale file of eduVPN's
- * does not stop the import.
+ * A key eduVPN's files name, or a node's key given, that nothing to bring connects with (a node
+ * eduVPN retired, or none of whose configurations is brought): told, and not brought, so that a
+ * stale file of eduVPN's does not stop the import and no key of such a node is written here.
  */
 export interface KeyNotNeeded {
   /** What it is, for messages: `node 3 WireGuard public key`. */
@@ -87,7 +87,7 @@ export interface ImportPlan {
   readonly schemaVersion: EduVpnSchemaVersion;
   readonly counts: Readonly<Record<EduVpnRecordKind, KindCounts>>;
   readonly keyFiles: readonly PlannedKeyFile[];
-  /** Keys eduVPN's files name that no configuration to bring needs: not brought, and no conflict. */
+  /** Keys eduVPN's files name or given that no configuration to bring needs: not brought, and no conflict. */
   readonly keysNotNeeded: readonly KeyNotNeeded[];
   /** Keys brought that went unchecked against eduVPN's issued files: no conflict, but told. */
   readonly keyWarnings: readonly KeyWarning[];

@@ -6,7 +6,7 @@ import { addDuration, subtractDurationClamped } from '../../shared/iso-duration.
 import { formatAtom } from '../../shared/time.js';
 import { heldUserIds } from '../../storage/legal-holds.js';
 import type { ImportFacts } from './configurations.js';
-import { findKeysNeededAndMissing, planKeyFiles, type KeyAdoption } from './key-files.js';
+import { findKeysNeededAndMissing, planKeyFiles, setAsideNodeKeysNotNeeded, type KeyAdoption } from './key-files.js';
 import {
   ConflictList,
   emptyCounts,
@@ -61,7 +61,7 @@ export async function prepareEduVpnImport(
   };
   const conflicts = new ConflictList();
   const removedHere = new ListedRecords<RemovedHere>();
-  const keyAdoptions = await planKeyFiles(ctx, deployment.keys, conflicts);
+  const keysGiven = await planKeyFiles(ctx, deployment.keys, conflicts);
   const counts = Object.fromEntries(EDUVPN_RECORD_KINDS.map((kind) => [kind, emptyCounts()])) as Record<
     EduVpnRecordKind,
     KindCounts
@@ -89,7 +89,9 @@ export async function prepareEduVpnImport(
       progress({ phase: 'checking', kind, done, total });
     });
   }
-  const keysNotNeeded = await findKeysNeededAndMissing(ctx, deployment.keys, facts, conflicts);
+  const publicKeysNotNeeded = await findKeysNeededAndMissing(ctx, deployment.keys, facts, conflicts);
+  const { adoptions: keyAdoptions, notNeeded } = await setAsideNodeKeysNotNeeded(ctx, keysGiven, facts);
+  const keysNotNeeded = [...publicKeysNotNeeded, ...notNeeded];
   await findRevokedInEduVpn(ctx.db, facts, conflicts, counts);
   const plan: ImportPlan = {
     source: deployment.description,

@@ -265,14 +265,11 @@ test('the same node key given for two nodes is a conflict for each, since the fi
 });
 
 test('key files that are missing here are brought, and the same ones already here are no conflict', async () => {
-  const node2 = generateWireGuardKeyPair();
   const tlsCrypt = ctx.openVpnKeys.tlsCryptKey('employees');
   const keys = {
     ...NO_KEYS,
     adminApiKey: readFileSync(ctx.keys.adminApiKeyPath, 'utf8'),
     nodeKeys: new Map([[asNodeNumber(2), 'ab'.repeat(32)]]),
-    wireGuardPrivateKeys: new Map([[asNodeNumber(2), asWireGuardKey(node2.privateKey)]]),
-    wireGuardPublicKeys: new Map([[asNodeNumber(2), asWireGuardKey(node2.publicKey)]]),
     tlsCryptKeys: new Map([[asProfileId('employees'), tlsCrypt]]),
   };
   const outcome = await importEduVpn(ctx, eduVpnStill(emptyRecords(), { keys }));
@@ -282,13 +279,11 @@ test('key files that are missing here are brought, and the same ones already her
     [
       ['Admin API secret', 'same'],
       ['node 2 secret', 'missing'],
-      ['node 2 WireGuard private key', 'missing'],
       ['tls-crypt key of profile employees', 'same'],
     ],
   );
-  assert.equal(outcome.applied?.keyFiles, 2);
+  assert.equal(outcome.applied?.keyFiles, 1);
   assert.equal(ctx.keys.nodeSecret(asNodeNumber(2)), 'ab'.repeat(32));
-  assert.equal(ctx.keys.wireGuardPublicKey(asNodeNumber(2)), node2.publicKey);
 });
 
 test('a day this portal ran before the move and counted nobody on takes eduVPN’s figures; a day it counted use on with others is a conflict', async () => {

@@ -1,7 +1,9 @@
 // The keys the configurations to bring connect with: a profile's tls-crypt key, the OpenVPN CA,
 // a node's WireGuard key. One that neither eduVPN's files bring nor this portal has (its keys
 // folder not copied, another folder named) is a conflict: the portal would make a new key on
-// first use, and none of those files would connect after the move.
+// first use, and none of those files would connect after the move. A node's key given for a node
+// nothing connects to is told as not needed and not written; one without eduVPN's public key file
+// to check it against is brought, and told as unchecked.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { after, before, test } from 'node:test';
@@ -194,18 +196,20 @@ test('a node key this portal holds that is not the one eduVPN’s files name is 
   assert.equal(ctx.keys.wireGuardPublicKey(asNodeNumber(1)), keyHere, 'the key here was kept');
 });
 
+// Gus's configuration on node 2, which the story of the unchecked key brings.
+const gus = eduVpnPeer('gus', 0, {
+  profileId: asProfileId('branch'),
+  nodeNumber: asNodeNumber(2),
+  ipFour: '10.49.0.3',
+  ipSix: 'fd49::3',
+});
+
 test('a node key given without eduVPN’s public key file to check it against is brought with a warning that it went unchecked', async () => {
   // eduVPN's data folder was copied without wireguard.2.public.key; gus's new configuration is on node 2.
   const keys: EduVpnKeys = {
     ...NO_KEYS,
     wireGuardPrivateKeys: new Map([[asNodeNumber(2), nodeKeyHere(2)]]),
   };
-  const gus = eduVpnPeer('gus', 0, {
-    profileId: asProfileId('branch'),
-    nodeNumber: asNodeNumber(2),
-    ipFour: '10.49.0.3',
-    ipSix: 'fd49::3',
-  });
 
   const done = await importEduVpn(ctx, branchDeployment(keys, [gus]));
   assert.deepEqual(done.plan.conflicts, []);
@@ -223,6 +227,38 @@ test('a node key given without eduVPN’s public key file to check it against is
   const again = await planEduVpnImport(ctx, branchDeployment(checked, [gus]));
   assert.deepEqual(again.conflicts, []);
   assert.deepEqual(again.keyWarnings, []);
+});
+
+test('a node key given for a node nothing brought or here connects to is told as not needed, and not written', async () => {
+  // Node 7 was retired in eduVPN, and its wireguard.key was given all the same; node 2's key is here already.
+  const retired = generateWireGuardKeyPair();
+  const keys: EduVpnKeys = {
+    ...NO_KEYS,
+    wireGuardPrivateKeys: new Map([
+      [asNodeNumber(2), nodeKeyHere(2)],
+      [asNodeNumber(7), asWireGuardKey(retired.privateKey)],
+    ]),
+    wireGuardPublicKeys: new Map([
+      [asNodeNumber(2), wireGuardPublicKey(nodeKeyHere(2))],
+      [asNodeNumber(7), asWireGuardKey(retired.publicKey)],
+    ]),
+  };
+
+  const done = await importEduVpn(ctx, branchDeployment(keys, [gus]));
+  assert.deepEqual(done.plan.conflicts, []);
+  assert.deepEqual(
+    done.plan.keyFiles.map((file) => [file.name, file.state]),
+    [['node 2 WireGuard private key', 'same']],
+  );
+  assert.deepEqual(done.plan.keysNotNeeded, [
+    {
+      name: 'node 7 WireGuard private key',
+      reason:
+        'given with --node-wireguard-key 7=FILE, but no configuration to bring connects to node 7 and none here does (a node eduVPN no longer uses, or none of its configurations is brought): it is not needed, and nothing is written for node 7',
+    },
+  ]);
+  assert.equal(done.applied?.keyFiles, 0);
+  assert.equal(existsSync(ctx.keys.wireGuardKeyPath(asNodeNumber(7))), false);
 });
 
 /** The WireGuard private key this portal holds for `node`. */
