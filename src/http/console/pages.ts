@@ -213,7 +213,12 @@ async function users(r: ConsoleRequest): Promise<PageResult> {
     const shown = 'users' in page ? page.users : page.disabled_users;
     // Sent with a limit, the answer always has next_cursor (null on the last page).
     const next = page.next_cursor ?? null;
-    const rows = shown.map((userId) => html`<tr><td>${userLink(base, userId)}</td></tr>`);
+    // Marked, as the user's page offers them no Enable (enable_user refuses them).
+    const inactive = new Set(page.directory_inactive ?? []);
+    const rows = shown.map(
+      (userId) =>
+        html`<tr><td>${userLink(base, userId)}${inactive.has(userId) ? html` <span class="hint">inactive in the directory (SCIM)</span>` : ''}</td></tr>`,
+    );
     return html`${table(onlyDisabled ? 'Disabled users' : 'Users', ['User'], rows, 'No users match.')}${
       next === null
         ? ''

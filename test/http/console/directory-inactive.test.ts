@@ -1,8 +1,8 @@
 // The console's story of a person the directory (SCIM) calls inactive, walked in a real headless
-// Chromium: enable_user answers 409 for them, so their page offers no Enable and says why, and
-// the confirmation reached by a bookmark refuses instead of offering the button; a user an
-// administrator disabled is still offered Enable, and a person the directory calls active again
-// is enabled by it.
+// Chromium: enable_user answers 409 for them, so the list of users marks them, their page offers
+// no Enable and says why, and the confirmation reached by a bookmark refuses instead of offering
+// the button; a user an administrator disabled is still offered Enable, and a person the
+// directory calls active again is enabled by it.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Browser } from 'playwright-core';
@@ -43,6 +43,12 @@ test('a person the directory calls inactive is offered no Enable, and the page s
   const { context, page, problems } = await openTab(browser);
   t.after(() => context.close());
   await signIn(page, portal, await makeAdminKey(portal, 'helpdesk', { scope: 'admin' }));
+  // The list of disabled users tells the two apart.
+  await page.goto(`${consoleUrl(portal)}users?disabled=yes`);
+  assert.deepEqual(await page.locator('main tbody tr').allTextContents(), [
+    'bob',
+    'mallory inactive in the directory (SCIM)',
+  ]);
   await page.goto(`${consoleUrl(portal)}user?user_id=mallory`);
   assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'User mallory');
   assert.match((await page.locator('main').textContent()) ?? '', /State: disabled/);
