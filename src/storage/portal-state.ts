@@ -21,14 +21,20 @@ export async function deleteState(db: Db, key: string): Promise<void> {
 
 /**
  * Writes `value` unless the key holds a greater one (compared as strings: ISO times of one
- * format compare as times); answers whether it was written. One statement, so of instances
- * racing the greatest value stays.
+ * format compare as times) that is not above `ceiling` (a time ahead of the writer's clock, from
+ * a clock set wrong, would otherwise hold every later write back until that time came); answers
+ * whether it was written. One statement, so of instances racing the greatest value stays.
  */
-export async function raiseState(db: Db, key: string, value: string): Promise<boolean> {
+export async function raiseState(db: Db, key: string, value: string, ceiling: string): Promise<boolean> {
   const written = await db
     .insertInto('portal_state')
     .values({ key, value })
-    .onConflict((conflict) => conflict.column('key').doUpdateSet({ value }).where('portal_state.value', '<=', value))
+    .onConflict((conflict) =>
+      conflict
+        .column('key')
+        .doUpdateSet({ value })
+        .where((eb) => eb.or([eb('portal_state.value', '<=', value), eb('portal_state.value', '>', ceiling)])),
+    )
     .executeTakeFirst();
   return (written.numInsertedOrUpdatedRows ?? 0n) > 0n;
 }

@@ -46,7 +46,8 @@ export type InventoryPass = {
 } & (
   | { readonly outcome: 'unreadable'; readonly reason: string }
   | {
-      readonly outcome: 'retired' | 'dry-run' | 'too-many';
+      /** `superseded`: another instance's reading that began later was applied first; this one changed nothing. */
+      readonly outcome: 'retired' | 'dry-run' | 'too-many' | 'superseded';
       /** Identifiers in the inventory of the kind compared. */
       readonly inventorySize: number;
       /** Live devices compared (those with the identifier compared, registered before the inventory was read). */
@@ -82,6 +83,8 @@ export interface CompliancePass {
 
 /** `portal_state` key: when the reading whose misses `mdm_inventory_misses` holds began (ISO). */
 const MISSES_READING_BEGAN = 'mdm-inventory-misses-reading-began';
+/** How far ahead of this instance's clock another's noted reading may have begun and still be believed. */
+const CLOCK_AHEAD_LEEWAY_MS = 5 * 60_000;
 
 /** Margin for registration times (stored to the second): a device registered while the inventory was read is not compared yet. */
 const REGISTRATION_MARGIN_MS = 1000;
@@ -208,15 +211,14 @@ export async function syncWithMdmInventory(ctx: PortalContext, config: MdmInvent
   const found = await compareWithMdmInventory(ctx, config);
   if (found.outcome === 'unreadable') return { ...found, dryRun: false };
   // Noted also when too many are gone: those still missing next time count as gone then.
-  const noted = await noteMisses(ctx, found.at, [...found.gone, ...found.missed]);
-  if (found.outcome !== 'dry-run') return { ...found, dryRun: false };
-  if (!noted) {
+  if (!(await noteMisses(ctx, found.at, [...found.gone, ...found.missed]))) {
     ctx.logger.info(
       { readingBegan: found.at.toISOString() },
       'an MDM inventory reading that began after this one was applied first; this one changes nothing',
     );
-    return { ...found, dryRun: false, outcome: 'retired' };
+    return { ...found, dryRun: false, outcome: 'superseded' };
   }
+  if (found.outcome !== 'dry-run') return { ...found, dryRun: false };
   const retired: RetiredDevice[] = [];
   for (const device of found.gone) {
     const done = await retireOnItsOwn(
@@ -240,7 +242,9 @@ export async function syncWithMdmInventory(ctx: PortalContext, config: MdmInvent
  */
 async function noteMisses(ctx: PortalContext, readingBegan: Date, misses: readonly GoneDevice[]): Promise<boolean> {
   return ctx.db.transaction().execute(async (trx) => {
-    if (!(await raiseState(trx, MISSES_READING_BEGAN, readingBegan.toISOString()))) return false;
+    // A time noted ahead of this clock by more than the leeway is a clock set wrong: it holds nothing back.
+    const ceiling = new Date(ctx.clock.now().getTime() + CLOCK_AHEAD_LEEWAY_MS).toISOString();
+    if (!(await raiseState(trx, MISSES_READING_BEGAN, readingBegan.toISOString(), ceiling))) return false;
     await replaceInventoryMisses(trx, misses);
     return true;
   });
@@ -314,6 +318,7 @@ export const INVENTORY_REFUSALS: readonly InventoryRefusal[] = ['unreadable', 't
 /** The refusal a pass shows; null when it did all it found. */
 export function refusalOf(pass: InventoryPass): InventoryRefusal | null {
   if (pass.outcome === 'unreadable' || pass.outcome === 'too-many') return pass.outcome;
+  if (pass.outcome === 'superseded') return null;
   return pass.compliance?.held === true ? 'too-many-suspensions' : null;
 }
 
@@ -378,6 +383,12 @@ export class MdmInventorySchedule {
       }),
     );
     this.#lastPass = pass;
+    // Overtaken by another instance's later reading: it read the MDM, but did nothing that
+    // could be refused or could end a refusal.
+    if (pass.outcome === 'superseded') {
+      this.#lastSuccess = pass.at;
+      return pass;
+    }
     const refusal = refusalOf(pass);
     if (refusal !== null && refusal !== this.#refusing) this.#logRefusal(pass);
     if (refusal === null && this.#refusing !== null) this.#ctx.logger.info('the MDM inventory is compared again');

@@ -54,9 +54,13 @@ describe('the inventory pass on two portal instances reading at the same moment'
     const schedule = portal.portal.mdmInventory;
     assert.ok(schedule !== null);
     // For a moment the MDM's answer lacks SAME-2 (a page whose offsets shifted): the other
-    // instance reads it now, and is slow to finish.
+    // instance reads it now, and is slow to finish. Its clock runs a second ahead, so its
+    // reading counts as the later of the two, and is applied when it ends.
     mdm.jsonAnswer = ['SAME-1', 'SAME-3'];
-    const otherInstance = await otherReading.otherInstancePass(portal.portal.ctx);
+    const otherInstance = await otherReading.otherInstancePass({
+      ...portal.portal.ctx,
+      clock: { now: () => new Date(clock.now().getTime() + 1000) },
+    });
     // This instance reads the same moment and notes the miss.
     const first = await schedule.runNow();
     assert.ok(first.outcome === 'retired', first.outcome);
@@ -73,6 +77,7 @@ describe('the inventory pass on two portal instances reading at the same moment'
     assert.deepEqual(other.retired, [], 'a reading made while the miss was noted is not the reading after it');
     assert.equal((await portal.admin.device(ids.get('SAME-2') ?? '')).state, 'registered');
     // A reading after both finds it: nothing is missed any more.
+    clock.advance(2000);
     const after = await schedule.runNow();
     assert.ok(after.outcome === 'retired', after.outcome);
     assert.deepEqual(after.missed, []);
@@ -95,8 +100,7 @@ describe('the inventory pass on two portal instances reading at the same moment'
     // The slow reading ends: its skip is older than the finding.
     otherReading.release();
     const slow = await otherInstance.done;
-    assert.ok(slow.outcome === 'retired', slow.outcome);
-    assert.deepEqual(slow.retired, []);
+    assert.equal(slow.outcome, 'superseded');
     // SAME-2 is skipped once more: a first miss since it was found, noted and not retired.
     clock.advance(1000);
     mdm.jsonAnswer = ['SAME-1', 'SAME-3'];
@@ -108,6 +112,29 @@ describe('the inventory pass on two portal instances reading at the same moment'
       [ids.get('SAME-2')],
     );
     assert.equal((await portal.admin.device(ids.get('SAME-2') ?? '')).state, 'registered');
+    mdm.jsonAnswer = ['SAME-1', 'SAME-2', 'SAME-3'];
+    clock.advance(1000);
+    const found = await schedule.runNow();
+    assert.ok(found.outcome === 'retired', found.outcome);
+    assert.deepEqual(found.missed, []);
+  });
+
+  test('a reading noted by an instance whose clock ran a year ahead holds no later pass back', async () => {
+    const schedule = portal.portal.mdmInventory;
+    assert.ok(schedule !== null);
+    const year = 365 * 24 * 3600_000;
+    clock.advance(year);
+    assert.equal((await schedule.runNow()).outcome, 'retired');
+    // The clock is set right again; SAME-2 is skipped for a moment.
+    clock.advance(-year + 1000);
+    mdm.jsonAnswer = ['SAME-1', 'SAME-3'];
+    const skipped = await schedule.runNow();
+    assert.equal(skipped.outcome, 'retired', 'a time noted far ahead of this clock is a clock set wrong');
+    assert.ok(skipped.outcome === 'retired');
+    assert.deepEqual(
+      skipped.missed.map((device) => device.deviceId),
+      [ids.get('SAME-2')],
+    );
     mdm.jsonAnswer = ['SAME-1', 'SAME-2', 'SAME-3'];
     clock.advance(1000);
     const found = await schedule.runNow();
