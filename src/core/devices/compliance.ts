@@ -97,7 +97,8 @@ export function inventoryIdentifier(identifier: string): string {
 /**
  * What compliance changes among these devices (all in the inventory): a suspension only of a
  * device not suspended for compliance yet, a resume only of a compliance suspension the portal
- * made (each that stands, with its own time).
+ * made (each that stands, with its own time). `now`: when the reading of `records` ended, as a
+ * device may check in while a long reading is under way.
  */
 export function complianceChanges(
   devices: readonly ComparedDevice[],

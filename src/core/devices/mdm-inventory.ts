@@ -117,6 +117,9 @@ export async function compareWithMdmInventory(
   } catch (error) {
     return { at: startedAt, dryRun: true, outcome: 'unreadable', reason: messageOf(error) };
   }
+  // Compliance is judged as of the reading's end: a device may check in while a large tenant's
+  // pages are read, and such a check-in is no clock set wrong (compliance.ts).
+  const readAt = ctx.clock.now();
   const identifier = (device: { readonly serial: string | null; readonly mdmId: string | null }) =>
     config.matches === 'mdm_id' ? device.mdmId : device.serial;
   const known = new Set(
@@ -156,7 +159,7 @@ export async function compareWithMdmInventory(
     missed,
     limit,
     retired: [],
-    compliance: compliancePlan(config, stay, inventory, live.length, startedAt, suspendedBefore ?? new Map()),
+    compliance: compliancePlan(config, stay, inventory, live.length, readAt, suspendedBefore ?? new Map()),
   };
   return gone.length > limit ? { ...found, outcome: 'too-many' } : { ...found, outcome: 'dry-run' };
 }

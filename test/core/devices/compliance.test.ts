@@ -20,7 +20,7 @@ import {
   suspendDevice,
   type InventoryPass,
 } from '../../../src/core/devices/index.js';
-import type { MdmDeviceCompliance } from '../../../src/mdm-client/inventory.js';
+import { type MdmDeviceCompliance, readMdmInventory } from '../../../src/mdm-client/inventory.js';
 import { asDeviceId, asUserId, type DeviceId } from '../../../src/shared/ids.js';
 import { auditRecords } from '../../../src/storage/audit-log.js';
 import { deviceHistory } from '../../../src/storage/device-history.js';
@@ -371,6 +371,38 @@ describe("devices follow Intune's compliance", () => {
     assert.ok(done.outcome === 'retired');
     assert.equal(done.compliance?.suspended.length, 2);
     assert.match(await metrics(), /^vpn_portal_mdm_inventory_refusing\{reason="too-many-suspensions"\} 0$/m);
+  });
+
+  test('a record that checked in while a long reading was under way counts, not an old one beside it', async () => {
+    const config = portal.portal.ctx.config.mdmInventory;
+    assert.ok(config !== null);
+    assert.equal((await device('CMP-2')).state, 'registered');
+    const began = clock.now().getTime();
+    // CMP-2 was enrolled again: Intune keeps its old record, without a sync for 60 days, beside
+    // the new one, which syncs six minutes into a reading of a large tenant that takes ten.
+    const devices = mdm.devices;
+    mdm.devices = [
+      ...devices.map((entry) =>
+        entry.serial === 'CMP-2' ? { ...entry, lastSync: new Date(began - 60 * DAY_MS).toISOString() } : entry,
+      ),
+      {
+        id: 'dddddddd-0000-0000-0000-0000000000aa',
+        serial: 'CMP-2',
+        lastSync: new Date(began + 6 * 60_000).toISOString(),
+      },
+    ];
+    const dryRun = await compareWithMdmInventory(portal.portal.ctx, config, async (options) => {
+      const inventory = await readMdmInventory(config.source, options);
+      clock.advance(10 * 60_000);
+      return inventory;
+    });
+    mdm.devices = devices;
+    assert.ok(dryRun.outcome === 'dry-run', dryRun.outcome);
+    assert.deepEqual(
+      dryRun.compliance?.suspend.filter((change) => change.serial === 'CMP-2'),
+      [],
+      'the check-in made during the reading is not a clock set wrong: the new record counts, and it is recent',
+    );
   });
 });
 
