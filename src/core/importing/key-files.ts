@@ -276,16 +276,27 @@ function planWireGuardKeys(
 }
 
 /**
- * The node keys of `planned` given for no other node of `planned`. Each node has a key of its
- * own, so one given for two nodes (the same file named twice, or a copy; unchecked, as neither
- * node's wireguard.N.public.key is in eduVPN's files) is the wrong key for one of them, whose
- * WireGuard files would not connect: a conflict for each, since which one cannot be told.
+ * The node keys of `planned` but those given unchecked for another node too. Each node has a
+ * key of its own, so one given for two nodes neither of whose wireguard.N.public.key is in
+ * eduVPN's files (the same file named twice, or a copy) is the wrong key for one of them, whose
+ * WireGuard files would not connect: a conflict for each, since which one cannot be told. A key
+ * eduVPN's own public key file confirms for its node is brought, though another node share it
+ * (a node cloned with its key: eduVPN's files name the same public key for both).
  */
 function withoutSharedKeys<
-  Adoption extends { readonly node: NodeNumber; readonly privateKey: string; readonly path: string },
+  Adoption extends {
+    readonly node: NodeNumber;
+    readonly privateKey: string;
+    readonly path: string;
+    readonly unchecked?: string;
+  },
 >(planned: readonly Adoption[], conflicts: ConflictList): Adoption[] {
   return planned.filter((adoption) => {
-    const others = planned.filter((other) => other.node !== adoption.node && other.privateKey === adoption.privateKey);
+    if (adoption.unchecked === undefined) return true;
+    const others = planned.filter(
+      (other) =>
+        other.node !== adoption.node && other.unchecked !== undefined && other.privateKey === adoption.privateKey,
+    );
     if (others.length === 0) return true;
     const nodes = others.map((other) => `node ${other.node}`).join(', ');
     conflicts.add({

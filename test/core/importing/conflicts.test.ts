@@ -264,6 +264,24 @@ test('the same node key given for two nodes is a conflict for each, since the fi
   assert.equal((await importEduVpn(ctx, eduVpnStill(emptyRecords(), { keys }))).applied, null);
 });
 
+test('a node key eduVPN’s own files confirm for two nodes (a node cloned with its key) is no conflict', async () => {
+  const cloned = generateWireGuardKeyPair();
+  const keys = {
+    ...NO_KEYS,
+    wireGuardPublicKeys: new Map([
+      [asNodeNumber(3), asWireGuardKey(cloned.publicKey)],
+      [asNodeNumber(4), asWireGuardKey(cloned.publicKey)],
+    ]),
+    wireGuardPrivateKeys: new Map([
+      [asNodeNumber(3), asWireGuardKey(cloned.privateKey)],
+      [asNodeNumber(4), asWireGuardKey(cloned.privateKey)],
+    ]),
+  };
+  const plan = await planEduVpnImport(ctx, eduVpnStill(emptyRecords(), { keys }));
+  assert.equal(plan.conflictCount, 0, JSON.stringify(plan.conflicts, null, 2));
+  assert.deepEqual(plan.keyWarnings, [], 'both were checked against their own public key files');
+});
+
 test('key files that are missing here are brought, and the same ones already here are no conflict', async () => {
   const tlsCrypt = ctx.openVpnKeys.tlsCryptKey('employees');
   const keys = {
