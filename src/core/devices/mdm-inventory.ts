@@ -7,9 +7,10 @@
 // is final; the first miss is noted (src/storage/mdm-inventory-misses.ts), and counts only for a
 // reading that began after it was noted (another instance's reading of the same moment is the
 // same reading twice), and is written only over the misses of a reading that began before (a
-// slow reading ending last must not note again what a later one found). With `compliance`, the same pass
-// suspends the devices the MDM finds out of compliance and resumes those it finds compliant
-// again (src/core/devices/compliance.ts), as suspend_device and resume_device under `(portal)`.
+// slow reading ending last must not note again what a later one found). With `compliance`, the
+// same pass suspends the devices the MDM finds out of compliance and resumes those it finds
+// compliant again (src/core/devices/compliance.ts), as suspend_device and resume_device under
+// `(portal)`.
 // Fail-safe: an inventory that cannot be read, or that would retire more than
 // `maxRetirePerPass`, changes nothing (an MDM outage or a half-empty answer must never wipe the
 // fleet); one that would suspend more than `compliance.maxSuspendPerPass` suspends none (a

@@ -54,8 +54,8 @@ export async function directoryGroup(
 
 /**
  * A page of groups (`startIndex` from 1), those `selection` holds (all, those of one displayName in
- * any case, those a user is a member of, or one group if it has that member); with their members while the page's stay within
- * MAX_LISTED_MEMBERS, a group past that without them.
+ * any case, those a user is a member of, or one group if it has that member); with their members
+ * while the page's stay within MAX_LISTED_MEMBERS, a group past that without them.
  */
 export async function directoryGroups(
   ctx: PortalContext,
