@@ -8,28 +8,20 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
-import { twoProfiles } from '../../support/admin-keys.js';
-import { MdmCa, enrollOverTls, subjectAltNameDer, tlsEnrollUrl } from '../../support/mdm-ca.js';
-import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+import { type MdmCa, enrollOverTls, subjectAltNameDer, tlsEnrollUrl } from '../../support/mdm-ca.js';
+import { startRegisterAsPortal, type RegisterAsPortal } from '../../support/register-as-portal.js';
+import type { TestPortal } from '../../support/test-portal.js';
 
 describe('registerAs: a device registers itself with its certificate', () => {
   let ca: MdmCa;
   let portal: TestPortal;
 
+  let started: RegisterAsPortal | undefined;
   before(async () => {
-    ca = MdmCa.make();
-    portal = await startTestPortal({
-      config: {
-        ...twoProfiles,
-        enrollment: ca.mutualTlsEnrollment({ registerAs: { from: 'san-email', profileId: 'employees' } }),
-      },
-    });
+    started = await startRegisterAsPortal();
+    ({ ca, portal } = started);
   });
-
-  after(async () => {
-    await portal?.close();
-    ca?.remove();
-  });
+  after(() => started?.close());
 
   const enrollUrl = () => tlsEnrollUrl(portal);
 

@@ -7,27 +7,19 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
-import { twoProfiles } from '../../support/admin-keys.js';
-import { MdmCa, enrollOverTls, tlsEnrollUrl } from '../../support/mdm-ca.js';
-import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+import { type MdmCa, enrollOverTls, tlsEnrollUrl } from '../../support/mdm-ca.js';
+import { startRegisterAsPortal, type RegisterAsPortal } from '../../support/register-as-portal.js';
+import type { TestPortal } from '../../support/test-portal.js';
 
 let ca: MdmCa;
 let portal: TestPortal;
 
+let started: RegisterAsPortal | undefined;
 before(async () => {
-  ca = MdmCa.make();
-  portal = await startTestPortal({
-    config: {
-      ...twoProfiles,
-      enrollment: ca.mutualTlsEnrollment({ registerAs: { from: 'san-email', profileId: 'employees' } }),
-    },
-  });
+  started = await startRegisterAsPortal();
+  ({ ca, portal } = started);
 });
-
-after(async () => {
-  await portal?.close();
-  ca?.remove();
-});
+after(() => started?.close());
 
 test("a laptop handed on to another person does not enroll as its first user's device while that one is live", async () => {
   const issued = (file: string, email: string) =>

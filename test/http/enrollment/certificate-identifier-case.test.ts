@@ -6,28 +6,20 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { auditRecords } from '../../../src/storage/audit-log.js';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
-import { twoProfiles } from '../../support/admin-keys.js';
-import { MdmCa, enrollOverTls, tlsEnrollUrl } from '../../support/mdm-ca.js';
+import { type MdmCa, enrollOverTls, tlsEnrollUrl } from '../../support/mdm-ca.js';
 import { errorBody } from '../../support/raw-http.js';
-import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+import { startRegisterAsPortal, type RegisterAsPortal } from '../../support/register-as-portal.js';
+import type { TestPortal } from '../../support/test-portal.js';
 
 let ca: MdmCa;
 let portal: TestPortal;
 
+let started: RegisterAsPortal | undefined;
 before(async () => {
-  ca = MdmCa.make();
-  portal = await startTestPortal({
-    config: {
-      ...twoProfiles,
-      enrollment: ca.mutualTlsEnrollment({ registerAs: { from: 'san-email', profileId: 'employees' } }),
-    },
-  });
+  started = await startRegisterAsPortal();
+  ({ ca, portal } = started);
 });
-
-after(async () => {
-  await portal?.close();
-  ca?.remove();
-});
+after(() => started?.close());
 
 const enroll = (file: string, serial: string, email: string) =>
   enrollOverTls(tlsEnrollUrl(portal), ca, ca.device(file, { cn: file, uri: `urn:mdm:serial:${serial}`, email }), {

@@ -8,7 +8,7 @@
 // A directory also asks which groups a user is in, by `members eq "…"` alone: the user's groups,
 // paged as any Group list.
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import { makeAdminKey } from '../../support/admin-keys.js';
 import { scimClient } from '../../support/scim-client.js';
 import { startTestPortal } from '../../support/test-portal.js';
@@ -16,7 +16,8 @@ import { startTestPortal } from '../../support/test-portal.js';
 const USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
 const GROUP = 'urn:ietf:params:scim:schemas:core:2.0:Group';
 
-test('a directory checks whether a user is in a group by id and members, in each spelling, and gets the group or an empty list', async (t) => {
+/** A portal with a directory's SCIM key, and a way to make its users (their SCIM ids). */
+async function directoryFor(t: TestContext) {
   const portal = await startTestPortal();
   t.after(() => portal.close());
   const scim = scimClient(portal, await makeAdminKey(portal, 'directory', { scope: 'scim' }));
@@ -25,6 +26,11 @@ test('a directory checks whether a user is in a group by id and members, in each
     assert.equal(made.status, 201, JSON.stringify(made.body));
     return String(made.body?.['id']);
   };
+  return { scim, userId };
+}
+
+test('a directory checks whether a user is in a group by id and members, in each spelling, and gets the group or an empty list', async (t) => {
+  const { scim, userId } = await directoryFor(t);
   const kim = await userId('kim@example.org');
   const lou = await userId('lou@example.org');
   const made = await scim.send('POST', 'Groups', {
@@ -98,14 +104,7 @@ test('a directory checks whether a user is in a group by id and members, in each
 });
 
 test('a directory asks which groups a user is in by members alone, in each spelling, and reads them page by page', async (t) => {
-  const portal = await startTestPortal();
-  t.after(() => portal.close());
-  const scim = scimClient(portal, await makeAdminKey(portal, 'directory', { scope: 'scim' }));
-  const userId = async (userName: string): Promise<string> => {
-    const made = await scim.send('POST', 'Users', { schemas: [USER], userName });
-    assert.equal(made.status, 201, JSON.stringify(made.body));
-    return String(made.body?.['id']);
-  };
+  const { scim, userId } = await directoryFor(t);
   const kim = await userId('kim@example.org');
   const lou = await userId('lou@example.org');
   const max = await userId('max@example.org');
@@ -157,9 +156,7 @@ test('a directory asks which groups a user is in by members alone, in each spell
 });
 
 test('a directory finds its group by displayName in another case, and a name in another case is still its own group', async (t) => {
-  const portal = await startTestPortal();
-  t.after(() => portal.close());
-  const scim = scimClient(portal, await makeAdminKey(portal, 'directory', { scope: 'scim' }));
+  const { scim } = await directoryFor(t);
   const made = await scim.send('POST', 'Groups', { schemas: [GROUP], displayName: 'VPN Staff' });
   assert.equal(made.status, 201, JSON.stringify(made.body));
   const accented = await scim.send('POST', 'Groups', { schemas: [GROUP], displayName: 'Équipe VPN' });
