@@ -145,16 +145,6 @@ export async function findLiveDevicesAnyCase(db: Db, by: 'serial' | 'mdm_id', va
 }
 
 /**
- * The live devices whose serial (or mdm_id) differs from this one in letter case only (not the
- * one that has it as written): a device registered with such an identifier could not be told
- * from them by an MDM that names it in a third case. Reads the lower-cased index of 0063.
- */
-export async function liveDevicesInOtherCase(db: Db, by: 'serial' | 'mdm_id', value: string): Promise<StoredDevice[]> {
-  const rows = await liveDevicesAnyCaseQuery(db, by, value).execute();
-  return rows.filter((row) => row[by] !== value).map(toDevice);
-}
-
-/**
  * Holds, until the transaction ends, every registration of a live device's serial and mdm_id
  * that equal these letter case aside (PostgreSQL; SQLite's write transactions run one at a time
  * anyway): the unique indexes compare bytes, so two transactions that each found no live device

@@ -19,9 +19,9 @@ import {
   configurationsOfDevices,
   findDevice,
   findLiveDevice,
+  findLiveDevicesAnyCase,
   insertDevice,
   listStoredDevices,
-  liveDevicesInOtherCase,
   lockDevice,
   lockDeviceIdentifiers,
   markDeviceActive,
@@ -257,9 +257,10 @@ async function refuseOtherLetterCase(
     { name: 'mdm_id', column: 'mdm_id', value: registration.mdmId },
   ] as const;
   for (const { name, column, value } of identifiers) {
-    if (value === undefined || (await findLiveDevice(trx, column, value)) !== undefined) continue;
-    const [holder] = await liveDevicesInOtherCase(trx, column, value);
-    if (holder === undefined) continue;
+    if (value === undefined) continue;
+    // The device holding it as written comes alone, else those holding it in another case.
+    const [holder] = await findLiveDevicesAnyCase(trx, column, value);
+    if (holder === undefined || (column === 'serial' ? holder.serial : holder.mdmId) === value) continue;
     // A key limited to some profiles, or a registration for another user, learns no more of the
     // device than that it is there.
     const which =
