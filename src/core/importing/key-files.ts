@@ -26,7 +26,7 @@ export interface KeyAdoption extends PlannedKeyFile {
 }
 
 /** What here depends on a key, per key: how many configurations, for the conflict's message. */
-interface Dependents {
+export interface KeyDependents {
   readonly peersOnNode: (node: NodeNumber) => number;
   readonly certificates: (profileId?: string) => number;
 }
@@ -35,9 +35,9 @@ interface Dependents {
 export async function planKeyFiles(
   ctx: ImportContext,
   keys: EduVpnKeys,
+  dependents: KeyDependents,
   conflicts: ConflictList,
 ): Promise<KeyAdoption[]> {
-  const dependents = await countDependents(ctx);
   const planned: KeyAdoption[] = [];
   const add = (adoption: KeyAdoption, dependentsText: string): void => {
     planned.push(adoption);
@@ -91,12 +91,13 @@ export async function planKeyFiles(
  * node: eduVPN keeps the file of a node it retired, and nothing of that node is brought. Those
  * are returned, to be told.
  */
-export async function findKeysNeededAndMissing(
+export function findKeysNeededAndMissing(
   ctx: ImportContext,
   keys: EduVpnKeys,
   facts: Pick<ImportFacts, 'openVpnPerProfile' | 'wireGuardPerNode'>,
+  dependents: KeyDependents,
   conflicts: ConflictList,
-): Promise<KeyNotNeeded[]> {
+): KeyNotNeeded[] {
   const missing = (path: string, reason: string) =>
     conflicts.add({ kind: 'keys', record: path, reason: `${reason}, and it is neither in eduVPN's files nor here` });
   const openVpn = [...facts.openVpnPerProfile.values()].reduce((sum, count) => sum + count, 0);
@@ -126,7 +127,7 @@ export async function findKeysNeededAndMissing(
       continue;
     }
     const here = ctx.keys.wireGuardPublicKey(node);
-    if (here !== named) conflicts.add(await nodePrivateKeyNotGiven(ctx, node, count, named, here));
+    if (here !== named) conflicts.add(nodePrivateKeyNotGiven(ctx, node, count, named, here, dependents));
   }
   const notNeeded: KeyNotNeeded[] = [];
   for (const [node, named] of keys.wireGuardPublicKeys) {
@@ -147,12 +148,11 @@ export async function findKeysNeededAndMissing(
  * key file of a node this portal does not serve is left in its keys folder. One here already
  * stays, as does one that differs from the key here (a conflict already).
  */
-export async function setAsideNodeKeysNotNeeded(
-  ctx: ImportContext,
+export function setAsideNodeKeysNotNeeded(
   adoptions: readonly KeyAdoption[],
   facts: Pick<ImportFacts, 'wireGuardPerNode'>,
-): Promise<{ readonly adoptions: KeyAdoption[]; readonly notNeeded: KeyNotNeeded[] }> {
-  const dependents = await countDependents(ctx);
+  dependents: KeyDependents,
+): { readonly adoptions: KeyAdoption[]; readonly notNeeded: KeyNotNeeded[] } {
   const notNeeded: KeyNotNeeded[] = [];
   const kept = adoptions.filter(({ node, name, state }) => {
     if (node === undefined || state !== 'missing') return true;
@@ -175,18 +175,19 @@ function nodeKeyOption(node: NodeNumber): string {
  * another key of this portal's for the node, that key would be kept and every file eduVPN issued
  * for the node would stop connecting: the conflict names it, and what here uses it.
  */
-async function nodePrivateKeyNotGiven(
+function nodePrivateKeyNotGiven(
   ctx: ImportContext,
   node: NodeNumber,
   count: number,
   named: string,
   here: string | null,
-): Promise<ImportConflict> {
+  dependents: KeyDependents,
+): ImportConflict {
   const needed = `node ${node}: ${count} WireGuard configurations to bring name public key ${named} (eduVPN's wireguard.${node}.public.key)`;
   const record = ctx.keys.wireGuardKeyPath(node);
   if (here === null)
     return { kind: 'keys', record, reason: `${needed}, and its private key was not given (${nodeKeyOption(node)})` };
-  const usedHere = (await countDependents(ctx)).peersOnNode(node);
+  const usedHere = dependents.peersOnNode(node);
   return {
     kind: 'keys',
     record,
@@ -337,7 +338,11 @@ async function planCa(
   };
 }
 
-async function countDependents(ctx: ImportContext): Promise<Dependents> {
+/**
+ * What here depends on each key, counted once per plan: planning writes nothing, so the counts
+ * hold for all of it.
+ */
+export async function countKeyDependents(ctx: ImportContext): Promise<KeyDependents> {
   const peers = await countPeersByProfileAndNode(ctx.db);
   const certificates = await countCertificatesByProfileAndNode(ctx.db);
   return {

@@ -6,7 +6,13 @@ import { addDuration, subtractDurationClamped } from '../../shared/iso-duration.
 import { formatAtom } from '../../shared/time.js';
 import { heldUserIds } from '../../storage/legal-holds.js';
 import type { ImportFacts } from './configurations.js';
-import { findKeysNeededAndMissing, planKeyFiles, setAsideNodeKeysNotNeeded, type KeyAdoption } from './key-files.js';
+import {
+  countKeyDependents,
+  findKeysNeededAndMissing,
+  planKeyFiles,
+  setAsideNodeKeysNotNeeded,
+  type KeyAdoption,
+} from './key-files.js';
 import {
   ConflictList,
   emptyCounts,
@@ -61,7 +67,8 @@ export async function prepareEduVpnImport(
   };
   const conflicts = new ConflictList();
   const removedHere = new ListedRecords<RemovedHere>();
-  const keysGiven = await planKeyFiles(ctx, deployment.keys, conflicts);
+  const keyDependents = await countKeyDependents(ctx);
+  const keysGiven = await planKeyFiles(ctx, deployment.keys, keyDependents, conflicts);
   const counts = Object.fromEntries(EDUVPN_RECORD_KINDS.map((kind) => [kind, emptyCounts()])) as Record<
     EduVpnRecordKind,
     KindCounts
@@ -89,8 +96,8 @@ export async function prepareEduVpnImport(
       progress({ phase: 'checking', kind, done, total });
     });
   }
-  const publicKeysNotNeeded = await findKeysNeededAndMissing(ctx, deployment.keys, facts, conflicts);
-  const { adoptions: keyAdoptions, notNeeded } = await setAsideNodeKeysNotNeeded(ctx, keysGiven, facts);
+  const publicKeysNotNeeded = findKeysNeededAndMissing(ctx, deployment.keys, facts, keyDependents, conflicts);
+  const { adoptions: keyAdoptions, notNeeded } = setAsideNodeKeysNotNeeded(keysGiven, facts, keyDependents);
   const keysNotNeeded = [...publicKeysNotNeeded, ...notNeeded];
   await findRevokedInEduVpn(ctx.db, facts, conflicts, counts);
   const plan: ImportPlan = {
