@@ -10,7 +10,6 @@ import type { AdminRoute, RouteAnswer } from '../admin-api/admin-route.js';
 import type { ParamsSchema } from '../../protocol/admin-api-params.js';
 import { adminKeysRoute, createAdminKeyRoute, revokeAdminKeyRoute } from '../admin-api/routes/access/admin-keys.js';
 import { connectionListRoute } from '../admin-api/routes/listings/connection-list.js';
-import { disabledUsersRoute } from '../admin-api/routes/listings/disabled-users.js';
 import { connectionLogRoute } from '../admin-api/routes/sessions/connection-log.js';
 import { createRoute } from '../admin-api/routes/issuing/create.js';
 import {
@@ -31,6 +30,7 @@ import { ConsoleRefusal, answerValue, callRoute, readAnswer } from './calls.js';
 import { html, type Html } from './html.js';
 import { csrfField, DIRECTORY_INACTIVE, problem, sealedDoneAddress, type DoneNote } from './layout.js';
 import type { ConsolePage, ConsoleRequest, PageResult } from './console-request.js';
+import { userStateOf } from './user-state.js';
 
 interface Action<A extends CallAnswer = CallAnswer> {
   readonly route: AdminRoute<ParamsSchema, A>;
@@ -163,12 +163,9 @@ const ACTIONS: Readonly<Record<string, Action>> = {
     fields: ['user_id'],
     async describe(request, { user_id = '' }) {
       const { configurations } = await reachOf(request, user_id);
-      const listed = await readAnswer(request.ctx, request.frame.caller, request.request, disabledUsersRoute, {
-        prefix: user_id,
-        limit: '1',
-      });
+      const state = await userStateOf(request.ctx, request.frame.caller, request.request, user_id);
       // enable_user would answer 409: the confirmation offers no button, and says why.
-      if ((listed.directory_inactive ?? []).includes(user_id)) throw new ConsoleRefusal(409, DIRECTORY_INACTIVE);
+      if (state.directoryInactive) throw new ConsoleRefusal(409, DIRECTORY_INACTIVE);
       return `Enable ${user_id}: the user can connect again with ${plural(configurations.length, 'configuration', 'configurations')}.`;
     },
     after: ({ user_id = '' }) => userPage(user_id, 'enabled'),

@@ -24,6 +24,7 @@ import type { ConsolePage, ConsoleRequest, PageResult } from './console-request.
 import { describeBytes } from '../../shared/limited-body.js';
 import { lastReconcile } from './reconcile-times.js';
 import { abuseLookup } from './abuse-lookup.js';
+import { userStateOf } from './user-state.js';
 import { knownZone, readConsoleTime } from './local-time.js';
 
 /** Users per page of the users list. */
@@ -240,14 +241,8 @@ async function user(r: ConsoleRequest): Promise<PageResult> {
   const { base, caller } = frame;
   const userId = query['user_id'] ?? '';
   const disabled = await section(async () => {
-    // The ids are sorted, so the user, when disabled, is the first that starts with its own id.
-    const list = await readAnswer(ctx, caller, request, disabledUsersRoute, {
-      prefix: userId,
-      limit: '1',
-    });
-    const isDisabled = list.disabled_users[0] === userId;
+    const { disabled: isDisabled, directoryInactive } = await userStateOf(ctx, caller, request, userId);
     // enable_user refuses a user the directory calls inactive: no Enable, and the page says why.
-    const directoryInactive = isDisabled && (list.directory_inactive ?? []).includes(userId);
     const actions = html`${
       may(frame, 'write') && !directoryInactive
         ? isDisabled
