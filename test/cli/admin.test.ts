@@ -14,9 +14,11 @@ import { X509Certificate } from 'node:crypto';
 import QRCode from 'qrcode';
 import { BOTH_PROTOCOLS_PROFILE, opensslCsr, wgGenkey } from '../support/device-keys.js';
 import { adminCommandEnv, runAdminInProcess } from '../support/admin-command.js';
+import { makeAdminKey } from '../support/admin-keys.js';
+import { patchOp, scimClient } from '../support/scim-client.js';
 import { runCli } from '../support/portal-process.js';
 import { openVpnConfiguration, openVpnEmployees, reportOpenVpnConnect } from '../support/openvpn-sessions.js';
-import { startTestPortal, type TestPortal } from '../support/test-portal.js';
+import { defaultTestConfig, startTestPortal, type TestPortal } from '../support/test-portal.js';
 import { verifyWebhookSignature, WebhookReceiver } from '../support/webhook-receiver.js';
 
 /** A command as an administrator types it; run in this process (test/support/admin-command.ts). */
@@ -55,9 +57,9 @@ test('create writes a WireGuard file, and the listings show the user and the con
   assert.equal(statSync(file).mode & 0o777, 0o600, 'the file holding a private key is 0600');
 
   const users = await admin(portal, ['users']);
-  assert.equal(users.stdout, 'USER\nalice\n');
+  assert.equal(users.stdout, 'USER   DIRECTORY\nalice\n');
   const usersJson = await admin(portal, ['users', '--json']);
-  assert.deepEqual(JSON.parse(usersJson.stdout), { users: ['alice'] });
+  assert.deepEqual(JSON.parse(usersJson.stdout), { users: ['alice'], directory_inactive: [] });
 
   const configurations = await admin(portal, ['configurations', 'alice', '--json']);
   const [configuration] = (
@@ -107,12 +109,58 @@ test('delete-connection takes a public key with + and / as it is, and disable, e
 
   await portal.admin.create({ user_id: 'bob', profile_id: 'employees' });
   assert.match((await admin(portal, ['disable', 'bob'])).stdout, new RegExp(`^disabled bob${pendingOnNode0}`));
-  assert.deepEqual(JSON.parse((await admin(portal, ['disabled-users', '--json'])).stdout), { disabled_users: ['bob'] });
+  assert.deepEqual(JSON.parse((await admin(portal, ['disabled-users', '--json'])).stdout), {
+    disabled_users: ['bob'],
+    directory_inactive: [],
+  });
   assert.equal((await admin(portal, ['enable', 'bob', '--json'])).stdout, '{"ok":true}\n');
   assert.deepEqual(await portal.admin.disabledUsers(), []);
   assert.equal((await admin(portal, ['delete-authorizations', 'bob'])).code, 0);
   assert.match((await admin(portal, ['destroy', 'bob'])).stdout, new RegExp(`^destroyed bob${pendingOnNode0}`));
   assert.deepEqual(await portal.admin.users(), []);
+});
+
+test('the user listings read every page and mark whom the directory calls inactive, as enable would refuse them', async (t) => {
+  const [employees] = defaultTestConfig.ProfileList ?? [];
+  assert.ok(employees !== undefined);
+  const portal = await startTestPortal({ config: { ProfileList: [{ ...employees, wRangeFour: '10.44.0.0/22' }] } });
+  t.after(portal.close);
+  // More users than one page of the listing holds (1,000), so that the last is on a second page.
+  const names = Array.from({ length: 1000 }, (_, index) => `user${String(index).padStart(4, '0')}`);
+  for (let start = 0; start < names.length; start += 50)
+    await Promise.all(
+      names.slice(start, start + 50).map(async (user_id) => {
+        const created = await portal.post('/create', { user_id, profile_id: 'employees' });
+        assert.equal(created.status, 200, created.text);
+      }),
+    );
+  const scim = scimClient(portal, await makeAdminKey(portal, 'entra', { scope: 'scim' }));
+  const zoe = await scim.send('POST', 'Users', {
+    schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+    userName: 'zoe',
+    active: true,
+  });
+  assert.equal(zoe.status, 201, JSON.stringify(zoe.body));
+  await portal.post('/create', { user_id: 'zoe', profile_id: 'employees' });
+  // The directory calls zoe inactive; an administrator disables user0001, whom it does not manage.
+  await scim.send(
+    'PATCH',
+    `Users/${String(zoe.body?.['id'])}`,
+    patchOp({ op: 'replace', path: 'active', value: false }),
+  );
+  assert.equal((await portal.post('/disable_user', { user_id: 'user0001' })).status, 204);
+
+  const users = JSON.parse((await admin(portal, ['users', '--json'])).stdout) as { users: string[] };
+  assert.deepEqual(users, { users: [...names, 'zoe'], directory_inactive: ['zoe'] }, 'zoe is on the second page');
+  const table = (await admin(portal, ['users'])).stdout;
+  assert.ok(table.endsWith('\nuser0999\nzoe       inactive\n'), table.slice(-80));
+
+  const disabled = await admin(portal, ['disabled-users']);
+  assert.equal(disabled.stdout, 'USER      DIRECTORY\nuser0001\nzoe       inactive\n');
+  assert.deepEqual(JSON.parse((await admin(portal, ['disabled-users', '--json'])).stdout), {
+    disabled_users: ['user0001', 'zoe'],
+    directory_inactive: ['zoe'],
+  });
 });
 
 test('--qr prints the WireGuard file, without its final newline, as a terminal QR code', async (t) => {
@@ -154,7 +202,7 @@ test('the portal and key are found in the portal configuration file when neither
     env: { VPN_PORTAL_URL: '', VPN_PORTAL_KEY_FILE: '' },
   });
   assert.equal(result.code, 0, result.stderr);
-  assert.equal(result.stdout, 'USER\ndave\n');
+  assert.equal(result.stdout, 'USER  DIRECTORY\ndave\n');
   // Flags win over the environment.
   const flags = await runCli(
     [
@@ -169,7 +217,7 @@ test('the portal and key are found in the portal configuration file when neither
       env: { VPN_PORTAL_URL: 'http://127.0.0.1:2/', VPN_PORTAL_KEY_FILE: '/nonexistent' },
     },
   );
-  assert.equal(flags.stdout, 'USER\ndave\n');
+  assert.equal(flags.stdout, 'USER  DIRECTORY\ndave\n');
 });
 
 test('disable --wait prints the receipt once decided: exit 0 when applied, 3 when overdue; revocation and revocations show receipts', async (t) => {

@@ -82,7 +82,7 @@ test('the quick start: generate-secrets --admin-api and serve without a configur
     /^\[Interface\]\nPrivateKey = .*\nAddress = 10\.43\.43\.2\/24,fd43::2\/64$/m,
   );
   assert.deepEqual(users, ['admin', 'users']);
-  assert.equal((await runCli(users ?? [], { cwd: directory, netns })).stdout, 'USER\nalice\n');
+  assert.equal((await runCli(users ?? [], { cwd: directory, netns })).stdout, 'USER   DIRECTORY\nalice\n');
 
   assert.match(curlBlock ?? '', /^curl -s -H "Authorization: Bearer \$\(cat data\/keys\/admin-api\.key\)" /);
   const curl = await host.exec('bash', ['-c', `cd ${directory} && ${curlBlock ?? ''}`]);

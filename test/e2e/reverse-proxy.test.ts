@@ -69,7 +69,7 @@ test('the Admin API through nginx with TLS: the allow-list sees the administrato
   const created = await cli(['create', 'alice', 'employees', '--json']);
   assert.equal(created.exitCode, 0, `${created.stderr}\n${nginx.log()}`);
   assert.match((JSON.parse(created.stdout) as { configuration: string }).configuration, /^\[Interface\]/);
-  assert.equal((await cli(['users'])).stdout, 'USER\nalice\n');
+  assert.equal((await cli(['users'])).stdout, 'USER   DIRECTORY\nalice\n');
   // And curl, as docs/admin-api-guide.md writes its calls.
   const curl = await office.exec('curl', [
     '-s',

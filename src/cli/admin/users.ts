@@ -5,41 +5,53 @@ import { formatTable } from '../table.js';
 import type { AdminCommand } from './command.js';
 import { revokingCommand } from './revocations.js';
 
-/** The users, and the disabled ones. */
+/** The users, and the disabled ones, with those the directory (SCIM) holds inactive marked. */
 export const USER_LIST_COMMANDS: Readonly<Record<string, AdminCommand>> = {
-  users: {
-    summary: 'users with a configuration or an authorization',
-    args: [],
-    flags: [],
-    run: async ({ client, json, out }) => {
-      const users = await client.users();
-      out.print(
-        json
-          ? JSON.stringify({ users })
-          : formatTable(
-              ['USER'],
-              users.map((user) => [user]),
-            ),
-      );
-    },
-  },
-  'disabled-users': {
-    summary: 'users that are disabled',
-    args: [],
-    flags: [],
-    run: async ({ client, json, out }) => {
-      const users = await client.disabledUsers();
-      out.print(
-        json
-          ? JSON.stringify({ disabled_users: users })
-          : formatTable(
-              ['USER'],
-              users.map((user) => [user]),
-            ),
-      );
-    },
-  },
+  users: userListCommand('users with a configuration or an authorization', 'users', false),
+  'disabled-users': userListCommand('users that are disabled', 'disabled_users', true),
 };
+
+function userListCommand(summary: string, field: 'users' | 'disabled_users', disabled: boolean): AdminCommand {
+  return {
+    summary,
+    args: [],
+    flags: [],
+    run: async ({ client, json, out }) => {
+      const { users, directoryInactive } = await everyUser(client, disabled);
+      out.print(
+        json
+          ? JSON.stringify({ [field]: users, directory_inactive: [...directoryInactive] })
+          : formatTable(
+              ['USER', 'DIRECTORY'],
+              users.map((user) => [user, directoryInactive.has(user) ? 'inactive' : '']),
+            ),
+      );
+    },
+  };
+}
+
+/**
+ * Every user (or every disabled one), read page by page, for the directory's word beside each
+ * page: a portal that answers without pages (eduVPN's) gives all in one, and none inactive.
+ */
+async function everyUser(
+  client: AdminApiClient,
+  disabled: boolean,
+): Promise<{ readonly users: string[]; readonly directoryInactive: ReadonlySet<string> }> {
+  const users: string[] = [];
+  const directoryInactive = new Set<string>();
+  let cursor: string | undefined;
+  do {
+    const page = await client.usersPage({ disabled, limit: MAX_PAGE, ...(cursor === undefined ? {} : { cursor }) });
+    users.push(...page.users);
+    for (const user of page.directory_inactive) directoryInactive.add(user);
+    cursor = page.next_cursor ?? undefined;
+  } while (cursor !== undefined);
+  return { users, directoryInactive };
+}
+
+/** The largest page the listings give. */
+const MAX_PAGE = 1000;
 
 /** Changes to a user: each takes the user's id. */
 export const USER_CHANGE_COMMANDS: Readonly<Record<string, AdminCommand>> = {
