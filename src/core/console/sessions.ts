@@ -182,6 +182,16 @@ export async function refuseOidcSignIn(
   return { ok: false, reason };
 }
 
+/**
+ * Records a sign-in the throttle refused unchecked (429): a client still trying after its
+ * failures is told in the audit log, as the Admin API's refusals are, one row per minute.
+ */
+export async function recordThrottledSignIn(ctx: PortalContext, sourceAddress: string): Promise<void> {
+  const caller = unauthenticatedCaller(sourceAddress, null);
+  const call = { caller, name: CONSOLE_SIGN_IN_CALL, parameters: {}, successStatus: 200 };
+  await recordAdminCall(ctx, call, 429, 'too many failed sign-ins from this address: not checked');
+}
+
 /** A new session for a credential found good: its cookie and CSRF token, its row, its audit row. */
 async function openSession(
   ctx: PortalContext,

@@ -14,6 +14,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { PortalContext } from '../../core/context.js';
 import {
   checkSession,
+  recordThrottledSignIn,
   signIn,
   signOut,
   type ActiveConsoleSession,
@@ -280,6 +281,9 @@ function registerSignIn(app: FastifyInstance, setup: ConsoleSetup): void {
     if (retryAfter !== null) {
       const minutes = Math.ceil(retryAfter / 60);
       const why = `Too many failed sign-ins from your address; try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
+      await recordThrottledSignIn(ctx, request.ip).catch((error: unknown) =>
+        request.log.error({ err: error }, 'could not record a throttled console sign-in in the audit log'),
+      );
       void reply.header('retry-after', String(retryAfter));
       return sendPage(reply, 429, signInPage(base, why, signInButton));
     }

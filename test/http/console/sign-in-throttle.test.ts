@@ -2,12 +2,13 @@
 // one address (an IPv6 client: its /64), as the portal derives it (X-Forwarded-For from a trusted
 // proxy), every sign-in from it answers 429 with Retry-After and the sign-in page, the right
 // key too, until its window has passed; sign-ins sent all at once are counted before any is
-// checked; a sign-in that succeeds does not count, and other addresses sign in as before. The window passing and the bound on memory are shown on the
+// checked; each refused sign-in is in the audit log; a sign-in that succeeds does not count, and other addresses sign in as before. The window passing and the bound on memory are shown on the
 // throttle itself, with a clock the test moves.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { SIGN_IN_THROTTLE, SignInThrottle } from '../../../src/http/console/sign-in-throttle.js';
 import type { MonotonicMs } from '../../../src/shared/monotonic.js';
+import { auditLog } from '../../support/admin-keys.js';
 import { consoleUrl } from '../../support/console-browser.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
@@ -53,6 +54,21 @@ test('after 10 failed console sign-ins from one address every sign-in from it an
     /<p class="problem" role="alert" id="why">Too many failed sign-ins from your address; try again in 15 minutes\.<\/p>/,
   );
   assert.equal((await signInFrom(portal, '192.0.2.7', wrong)).status, 429);
+  // Each refusal is in the audit log, as not checked: the two 429s in one row (two, should a
+  // minute have turned between them), counted.
+  const throttled = (await auditLog(portal)).filter(
+    (entry) => entry.call === 'console/sign_in' && entry.status === 429,
+  );
+  assert.equal(
+    throttled.reduce((sum, entry) => sum + 1 + entry.repeated, 0),
+    2,
+    JSON.stringify(throttled),
+  );
+  for (const entry of throttled)
+    assert.deepEqual(
+      [entry.sourceAddress, entry.keyName, entry.detail],
+      ['192.0.2.7', null, 'too many failed sign-ins from this address: not checked'],
+    );
 
   // Sign-ins sent all at once are counted before any is checked: no more than 10 are.
   const atOnce = await Promise.all(
