@@ -39,6 +39,12 @@ export const consoleOidcSchema = z
       .describe(
         'OAuth scopes asked for at the provider (`openid` is always added); add what makes it send the claims below (`roles`, `groups`, …).',
       ),
+    signOutAtProvider: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Whether *Sign out* of a session begun here also ends the person's session at the provider (RP-initiated logout: the browser goes to the provider's `end_session_endpoint`, then back to the sign-in page; register `{baseUrl}admin/sign-in` as the client's post-logout redirect URI). Off by default: the provider's session is the person's other applications' too.",
+      ),
     scope: z
       .strictObject({
         claim: claimName.describe(
@@ -78,6 +84,9 @@ export interface ConsoleOidcSettings {
   readonly clientId: string;
   readonly clientSecret: Secret;
   readonly redirectUri: URL;
+  /** Where the provider sends the browser after signing out at it: the console's sign-in page. */
+  readonly postLogoutRedirectUri: URL;
+  readonly signOutAtProvider: boolean;
   readonly requestScopes: readonly string[];
   readonly scope: OidcScopeMapping;
   /** null: an OpenID session has no profile limit. */
@@ -105,6 +114,11 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 /** The redirect URI the provider must know: the console's callback under baseUrl. */
 export function oidcRedirectUri(baseUrl: URL): URL {
   return new URL('admin/oidc/callback', baseUrl.href.endsWith('/') ? baseUrl : `${baseUrl.href}/`);
+}
+
+/** The post-logout redirect URI the provider must know (signOutAtProvider): the console's sign-in page. */
+export function oidcPostLogoutRedirectUri(baseUrl: URL): URL {
+  return new URL('admin/sign-in', baseUrl.href.endsWith('/') ? baseUrl : `${baseUrl.href}/`);
 }
 
 /** null when the option is absent; problems go to `report` (then the value returned does not matter). */
@@ -139,6 +153,8 @@ export function resolveConsoleOidc(
     clientId: raw.clientId,
     clientSecret: clientSecret ?? new Secret(''),
     redirectUri: oidcRedirectUri(baseUrl),
+    postLogoutRedirectUri: oidcPostLogoutRedirectUri(baseUrl),
+    signOutAtProvider: raw.signOutAtProvider,
     requestScopes: ['openid', ...raw.requestScopes.filter((scope) => scope !== 'openid')],
     scope: { claim, read, write, admin },
     profiles: raw.profiles === undefined ? null : { claim: raw.profiles.claim, values },

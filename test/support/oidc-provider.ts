@@ -21,6 +21,8 @@ export interface TestOidcProvider {
 
 export interface OidcProviderOptions {
   readonly redirectUri: string;
+  /** Where the client may have the browser sent after signing out at the provider. */
+  readonly postLogoutRedirectUri?: string;
   /** Login name → the claims of that account (besides `sub`, which is the login). */
   readonly accounts: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
 }
@@ -37,6 +39,9 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<T
         client_id: clientId,
         client_secret: clientSecret,
         redirect_uris: [options.redirectUri],
+        ...(options.postLogoutRedirectUri === undefined
+          ? {}
+          : { post_logout_redirect_uris: [options.postLogoutRedirectUri] }),
         response_types: ['code'],
         grant_types: ['authorization_code'],
       },

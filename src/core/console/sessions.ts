@@ -250,8 +250,12 @@ export async function checkSession(
   return { valid: true, session: { sessionHash, caller: ended, csrfToken: stored.csrfToken, signIn: stored.signIn } };
 }
 
-export async function signOut(ctx: PortalContext, token: string): Promise<void> {
-  await deleteConsoleSession(ctx.db, hashOf(token));
+/** Ends the session of `token`; answers how it was begun (null: no such session). */
+export async function signOut(ctx: PortalContext, token: string): Promise<ConsoleSignIn['method'] | null> {
+  const sessionHash = hashOf(token);
+  const stored = await findConsoleSession(ctx.db, sessionHash);
+  await deleteConsoleSession(ctx.db, sessionHash);
+  return stored?.signIn.method ?? null;
 }
 
 /** Why the session ended, or the caller it acts as. */

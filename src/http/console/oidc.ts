@@ -112,6 +112,25 @@ export class ConsoleOidc {
   }
 
   /**
+   * Where to send the browser to end the person's session at the provider too (RP-initiated
+   * logout), back to the sign-in page after; null when the provider offers no such endpoint or
+   * cannot be reached (the console's session has ended either way). Without an ID token to hint
+   * with, the provider may ask the person to confirm.
+   */
+  async endSessionUrl(): Promise<URL | null> {
+    try {
+      const configuration = await this.provider();
+      if (configuration.serverMetadata().end_session_endpoint === undefined) return null;
+      return client.buildEndSessionUrl(configuration, {
+        client_id: this.settings.clientId,
+        post_logout_redirect_uri: this.settings.postLogoutRedirectUri.href,
+      });
+    } catch {
+      return null;
+    }
+  }
+
+  /**
    * The provider's callback: `query` is the callback's query string as received (its origin is
    * the configured redirect URI's, never the request's Host header). The library exchanges the
    * code and checks state, issuer, PKCE and the ID token; userinfo adds the claims a provider

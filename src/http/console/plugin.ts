@@ -325,9 +325,26 @@ function registerSignIn(app: FastifyInstance, setup: ConsoleSetup): void {
   app.post(`${base}sign-out`, async (request, reply) => {
     const sessionCookie = consoleCookie(request, COOKIE_NAME, base);
     const token = readConsoleCookie(request, sessionCookie);
-    if (token !== undefined) await signOut(ctx, token);
+    const method = token === undefined ? null : await signOut(ctx, token);
     clearConsoleCookie(reply, sessionCookie);
-    return reply.redirect(`${base}sign-in`, 303);
+    // A session begun at the provider may end there too (signOutAtProvider), which sends the browser back.
+    const atProvider =
+      method === 'oidc' && oidc?.settings.signOutAtProvider === true ? await oidc.endSessionUrl() : null;
+    if (atProvider === null || oidc === null) return reply.redirect(`${base}sign-in`, 303);
+    // A page of our own that moves on, not a redirect: the console's form-action 'self' keeps a
+    // form's answer from leading to another site.
+    return sendPage(
+      reply,
+      200,
+      page(
+        null,
+        'Signed out',
+        html`<meta http-equiv="refresh" content="0; url=${atProvider.href}">
+<p class="notice" role="status">Signed out of the console.</p>
+<p><a class="button" href="${atProvider.href}">Sign out at ${oidc.settings.name} too</a></p>`,
+        base,
+      ),
+    );
   });
 }
 

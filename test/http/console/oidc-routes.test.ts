@@ -2,7 +2,8 @@
 // process), as an administrator does it: in headless Chromium, "Sign in with Test SSO", the
 // provider's own login and consent pages, back to the console's dashboard as `oidc:alice`, whose
 // change is audited under that name; an account whose claims grant no scope back at the sign-in
-// page with one line why and an audit row. Without a browser: a profiles mapping limits the
+// page with one line why and an audit row; with signOutAtProvider, Sign out ends her session at
+// the provider too, so the next sign-on asks for the login again. Without a browser: a profiles mapping limits the
 // session (kept on its row, read back on the next request), and a provider that is down makes
 // the sign-in page say so.
 import assert from 'node:assert/strict';
@@ -10,7 +11,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import type { Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import type { Logger } from 'pino';
 import type { PortalConfigFile } from '../../../src/config/schema.js';
 import { auditLog, makeAdminKey, twoProfiles } from '../../support/admin-keys.js';
@@ -45,8 +46,15 @@ async function startStand(
 ): Promise<Stand> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}/vpn-user-portal/`;
-  const provider = await startOidcProvider({ redirectUri: `${baseUrl}admin/oidc/callback`, accounts });
+  const provider = await startOidcProvider({
+    redirectUri: `${baseUrl}admin/oidc/callback`,
+    postLogoutRedirectUri: `${baseUrl}admin/sign-in`,
+    accounts,
+  });
+  // Closed even when the portal refuses to start, so that no server keeps the test alive.
+  t.after(() => provider.close());
   const dir = mkdtempSync(path.join(tmpdir(), 'console-oidc-stand-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
   const secretFile = path.join(dir, 'oidc-client-secret');
   writeFileSync(secretFile, provider.clientSecret, { mode: 0o600 });
   chmodSync(secretFile, 0o600);
@@ -69,11 +77,7 @@ async function startStand(
       },
     },
   });
-  t.after(async () => {
-    await portal.close();
-    await provider.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  t.after(() => portal.close());
   return { portal, provider, console: `${baseUrl}admin/` };
 }
 
@@ -131,6 +135,44 @@ test('an administrator signs in through the OpenID provider in a real browser, s
   assert.equal(disable?.userId, 'dave');
 });
 
+/** Signs in as alice through the provider's own login and consent pages, to the dashboard. */
+async function signInAsAlice(page: Page, consoleUrl: string): Promise<void> {
+  await page.goto(consoleUrl);
+  await page.getByRole('link', { name: 'Sign in with Test SSO' }).click();
+  await page.locator('input[name="login"]').fill('alice');
+  await page.locator('input[name="password"]').fill('any password');
+  await page.locator('button[type="submit"]').click();
+  await page.locator('button[type="submit"]', { hasText: 'Continue' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Dashboard' }).waitFor();
+}
+
+test('with signOutAtProvider, Sign out ends the session at the provider too, so the next single sign-on asks for the login again; without it the provider signs her straight back in', async (t) => {
+  const browser = await launch(t);
+  const ending = await startStand(t, { signOutAtProvider: true });
+  const { page } = await openTab(browser);
+  await signInAsAlice(page, ending.console);
+
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  // The provider asks her to confirm (the portal has no ID token to hint with), then sends her back.
+  await page.waitForURL((url) => url.href.startsWith(`${ending.provider.issuer}/session/end`));
+  await page.getByRole('button', { name: /sign me out/i }).click();
+  await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+  assert.equal(page.url(), `${ending.console}sign-in`);
+  await page.getByRole('link', { name: 'Sign in with Test SSO' }).click();
+  await page.locator('input[name="login"]').waitFor();
+  assert.ok(page.url().startsWith(ending.provider.issuer), `the provider asks for the login again: ${page.url()}`);
+  await screenshot(page, 'oidc-signed-out-at-provider');
+
+  const keeping = await startStand(t);
+  const second = await openTab(browser);
+  await signInAsAlice(second.page, keeping.console);
+  await second.page.getByRole('button', { name: 'Sign out' }).click();
+  await second.page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+  assert.equal(second.page.url(), `${keeping.console}sign-in`, 'straight to the sign-in page');
+  await second.page.getByRole('link', { name: 'Sign in with Test SSO' }).click();
+  await second.page.getByRole('heading', { level: 1, name: 'Dashboard' }).waitFor();
+  assert.equal((await second.page.locator('.who').textContent())?.trim(), 'oidc:alice · write');
+});
 test('an account whose claims grant no console scope is back at the sign-in page with one line why, and an audit row', async (t) => {
   const { portal, console: consoleUrl } = await startStand(t);
   const { page } = await openTab(await launch(t));
