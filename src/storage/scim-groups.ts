@@ -4,6 +4,7 @@
 import type { UserId } from '../shared/ids.js';
 import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import { isPostgres, type Db } from './database.js';
+import { lockForTransaction } from './exclusive.js';
 import { scimNameKey } from './scim-name-key.js';
 import { SCIM_IDS_PER_STATEMENT } from './scim-users.js';
 
@@ -78,6 +79,30 @@ export async function lockScimGroup(trx: Db, scimId: string): Promise<StoredScim
 export async function findScimGroupNamed(db: Db, displayName: string): Promise<StoredScimGroup | undefined> {
   const row = await db.selectFrom('scim_groups').selectAll().where('display_name', '=', displayName).executeTakeFirst();
   return row === undefined ? undefined : toGroup(row);
+}
+
+/**
+ * The group named `displayName` letter case aside (by the key of scimNameKey), the first in
+ * displayName order if groups made before the portal refused case twins share that key.
+ */
+export async function findScimGroupNamedAnyCase(db: Db, displayName: string): Promise<StoredScimGroup | undefined> {
+  const row = await scimGroupsNamedQuery(db, displayName)
+    .selectAll()
+    .orderBy('display_name')
+    .limit(1)
+    .executeTakeFirst();
+  return row === undefined ? undefined : toGroup(row);
+}
+
+/**
+ * Holds, until the transaction ends, every change that names a group `displayName` letter case
+ * aside (PostgreSQL; SQLite's write transactions run one at a time anyway): the unique index
+ * compares names exactly, and the key of the names is not unique (groups made before may share
+ * one), so two POSTs of `Staff` and `staff` that each found no group of that key would otherwise
+ * both write theirs. Taken before that look-up.
+ */
+export async function lockScimGroupName(trx: Db, displayName: string): Promise<void> {
+  await lockForTransaction(trx, `scim-group-name:${scimNameKey(displayName)}`);
 }
 
 /**

@@ -2,7 +2,9 @@
 // itself; `scim.groupProfiles` says which profiles its members may hold, and after a change that
 // took members out (or renamed or deleted the group) the members it touched lose what no group
 // of theirs grants any more (group-profiles.ts: noted in the change's transaction, so a check
-// that does not run after it is run by the reconcile pass).
+// that does not run after it is run by the reconcile pass). A displayName is one group's letter
+// case aside, as a directory's filter finds it: a POST, or a rename, to another group's name in
+// another case is refused (409), as an exact one is.
 import { randomUUID } from 'node:crypto';
 import { MAX_LISTED_MEMBERS, ScimProblem, type ScimGroupInput, type ScimGroupView } from '../../protocol/scim.js';
 import type { RevocationId } from '../../shared/ids.js';
@@ -13,8 +15,10 @@ import {
   deleteScimGroup,
   findScimGroup,
   findScimGroupNamed,
+  findScimGroupNamedAnyCase,
   insertScimGroup,
   lockScimGroup,
+  lockScimGroupName,
   memberCountsOfScimGroups,
   membersOfScimGroup,
   memberViewsOfScimGroup,
@@ -24,6 +28,7 @@ import {
   type ScimGroupsSelection,
   type StoredScimGroup,
 } from '../../storage/scim-groups.js';
+import { scimNameKey } from '../../storage/scim-name-key.js';
 import { knownScimUserIds } from '../../storage/scim-users.js';
 import type { PortalContext } from '../context.js';
 import { applyGroupProfiles, noteGroupProfileChecks } from './group-profiles.js';
@@ -89,7 +94,7 @@ export async function createDirectoryGroup(ctx: PortalContext, input: ScimGroupI
     () => input.displayName,
     () =>
       ctx.events.change(ctx.db, async (trx, announce) => {
-        if ((await findScimGroupNamed(trx, input.displayName)) !== undefined) throw taken(input.displayName);
+        await refuseTakenName(trx, input.displayName);
         await assertMembersKnown(trx, input.memberIds);
         await insertScimGroup(trx, {
           scimId,
@@ -146,6 +151,10 @@ async function changeDirectoryGroup(
           members: before.map((member) => ({ value: member.scimId, display: member.userId })),
         });
         displayName = input.displayName;
+        // Renamed to another name, not its own in another case: no other group may hold it in any case.
+        if (scimNameKey(input.displayName) !== scimNameKey(current.displayName))
+          await refuseTakenName(trx, input.displayName);
+        // Its own name in another case: only the exact name of a case twin made before is taken.
         const named = await findScimGroupNamed(trx, input.displayName);
         if (named !== undefined && named.scimId !== scimId) throw taken(input.displayName);
         // Its members now are SCIM users (a foreign key): only those it gains are looked up.
@@ -205,7 +214,7 @@ async function assertMembersKnown(db: Db, memberIds: readonly string[]): Promise
   throw new ScimProblem(400, 'invalidValue', `members: no User with id ${named.join(', ')}${more}`);
 }
 
-/** Two requests naming one group at once: the unique index decides. */
+/** Two requests naming one group exactly at once: the unique index decides. */
 async function guardedByName<T>(displayName: () => string, work: () => Promise<T>): Promise<T> {
   try {
     return await work();
@@ -215,8 +224,26 @@ async function guardedByName<T>(displayName: () => string, work: () => Promise<T
   }
 }
 
-function taken(displayName: string): ScimProblem {
-  return new ScimProblem(409, 'uniqueness', `a Group with displayName "${displayName}" exists already`);
+/**
+ * A group of that displayName letter case aside exists already (RFC 7643: a Group's displayName
+ * is not case-exact, and a directory's filter finds it so): the name is that group's, not a
+ * second group's. The name's lock is held first, so two requests at once of one name in two
+ * cases take turns here, and the later one finds the group the first made.
+ */
+async function refuseTakenName(trx: Db, displayName: string): Promise<void> {
+  await lockScimGroupName(trx, displayName);
+  const existing = await findScimGroupNamedAnyCase(trx, displayName);
+  if (existing === undefined) return;
+  if (existing.displayName === displayName) throw taken(displayName);
+  // Of case twins made before, the one named exactly so is the one to name back.
+  const exact = await findScimGroupNamed(trx, displayName);
+  throw taken(exact?.displayName ?? existing.displayName, displayName);
+}
+
+/** 409 uniqueness naming the group that holds the name as it has it; `asked`, if another case, besides. */
+function taken(existing: string, asked: string = existing): ScimProblem {
+  const other = asked === existing ? '' : ` ("${asked}" differs from it only in letter case)`;
+  return new ScimProblem(409, 'uniqueness', `a Group with displayName "${existing}" exists already${other}`);
 }
 
 async function viewOf(db: Db, group: StoredScimGroup, reading: GroupReading): Promise<ScimGroupView> {
