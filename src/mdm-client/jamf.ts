@@ -5,7 +5,10 @@
 // when the pages agree with each other (readPages). A device's serial
 // is its hardware serial number; its id (for `mdm_id`) is its UDID, unique across both kinds
 // (Jamf's numeric ids are not: a computer and a phone may both be 1). The same lists give the
-// UDID and serial of the devices a webhook names by their Jamf ids alone (jamfDevicesById).
+// UDID and serial of the devices a webhook names by their Jamf ids alone (jamfDevicesById). The
+// records that hold one serial (jamfRecordsWithSerial) are read with the Jamf Pro API's RSQL
+// `filter`: `hardware.serialNumber` of `/api/v1/computers-inventory`, `serialNumber` of
+// `/api/v2/mobile-devices/detail` (the mobile devices' list takes no filter).
 import { z } from 'zod';
 import type { MdmInventorySource } from '../config/portal-config.js';
 import { clientCredentialsToken, MdmInventoryError, requestJson } from './http.js';
@@ -30,6 +33,27 @@ const MOBILE_DEVICES_PAGE = z.object({
   totalCount: z.number().int().min(0),
   results: z.array(z.object({ id: z.string(), udid: z.string().nullish(), serialNumber: z.string().nullish() })),
 });
+
+/** `/api/v2/mobile-devices/detail` with sections GENERAL and HARDWARE: its id is `mobileDeviceId`. */
+const MOBILE_DEVICE_DETAILS_PAGE = z
+  .object({
+    totalCount: z.number().int().min(0),
+    results: z.array(
+      z.object({
+        mobileDeviceId: z.string(),
+        general: z.object({ udid: z.string().nullish() }).nullish(),
+        hardware: z.object({ serialNumber: z.string().nullish() }).nullish(),
+      }),
+    ),
+  })
+  .transform((page) => ({
+    totalCount: page.totalCount,
+    results: page.results.map((record) => ({
+      id: record.mobileDeviceId,
+      udid: record.general?.udid,
+      serialNumber: record.hardware?.serialNumber,
+    })),
+  }));
 
 type JamfSource = Extract<MdmInventorySource, { provider: 'jamf' }>;
 
@@ -76,6 +100,55 @@ export async function jamfDevicesById(
       keep(record.id, record.udid, record.serialNumber),
     );
   return found;
+}
+
+/**
+ * For each serial, the UDIDs of the computers (or mobile devices) that hold it, letter case aside
+ * (keyed by the serial in capitals): more than one when Jamf Pro holds several records with it (a
+ * virtual machine enrolled with a laptop's serial, a replaced logic board's old record, a
+ * duplicated record). A record without a UDID is given as null. One request a serial. Throws
+ * MdmInventoryError when Jamf Pro cannot be read.
+ */
+export async function jamfRecordsWithSerials(
+  source: JamfSource,
+  kind: 'computer' | 'mobile',
+  serials: readonly string[],
+): Promise<Map<string, (string | null)[]>> {
+  const found = new Map<string, (string | null)[]>();
+  if (serials.length === 0) return found;
+  const headers = await requestHeaders(source);
+  for (const serial of serials) {
+    const key = serial.toUpperCase();
+    if (found.has(key)) continue;
+    const udids: (string | null)[] = [];
+    found.set(key, udids);
+    // Only the records the filter is to give count: a server or proxy that dropped the filter
+    // would otherwise give every record as holding the serial.
+    const keep = (udid: string | null | undefined, held: string | null | undefined) => {
+      if (held?.toUpperCase() === key) udids.push(nonEmpty(udid));
+    };
+    if (kind === 'computer')
+      await readPages(
+        `${source.url}${COMPUTERS_LIST}&filter=${encodeURIComponent(rsqlEquals('hardware.serialNumber', serial))}`,
+        headers,
+        COMPUTERS_PAGE,
+        (record) => keep(record.udid, record.hardware?.serialNumber),
+      );
+    // Few records hold one serial: one page, in the list's default order.
+    else
+      await readPages(
+        `${source.url}/api/v2/mobile-devices/detail?section=GENERAL&section=HARDWARE&filter=${encodeURIComponent(rsqlEquals('serialNumber', serial))}`,
+        headers,
+        MOBILE_DEVICE_DETAILS_PAGE,
+        (record) => keep(record.udid, record.serialNumber),
+      );
+  }
+  return found;
+}
+
+/** An RSQL equality with the value quoted (a quote or backslash in it escaped). */
+function rsqlEquals(field: string, value: string): string {
+  return `${field}=="${value.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
 }
 
 function nonEmpty(text: string | null | undefined): string | null {

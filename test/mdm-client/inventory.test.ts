@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import type { MdmInventorySource } from '../../src/config/portal-config.js';
 import { MdmInventoryError, readMdmInventory } from '../../src/mdm-client/inventory.js';
+import { jamfRecordsWithSerials } from '../../src/mdm-client/jamf.js';
 import { Secret } from '../../src/shared/secret.js';
 import { startEndlessBody } from '../support/endless-body.js';
 import { MdmStandIn, STAND_IN_CLIENT_ID, STAND_IN_CLIENT_SECRET, STAND_IN_TENANT } from '../support/mdm-stand-in.js';
@@ -89,6 +90,27 @@ describe('the MDM inventory clients', () => {
       2,
     );
     assert.equal(mdm.requests.filter((request) => request.url.startsWith('/jamf/api/v2/mobile-devices')).length, 1);
+  });
+
+  test('Jamf Pro: the records that hold a serial, letter case aside, read with an RSQL filter for computers and mobile devices', async () => {
+    if (jamf.provider !== 'jamf') throw new Error('not Jamf');
+    mdm.devices = [
+      ...DEVICES,
+      { id: 'cccccccc-0000-0000-0000-000000000006', serial: 'c02aaa1', kind: 'computer' },
+      { id: 'cccccccc-0000-0000-0000-000000000007', serial: 'C02"Q\\1', kind: 'computer' },
+    ];
+    const computers = await jamfRecordsWithSerials(jamf, 'computer', ['C02AAA1', 'C02"Q\\1', 'C02NONE']);
+    assert.deepEqual(Object.fromEntries(computers), {
+      C02AAA1: ['aaaaaaaa-0000-0000-0000-000000000001', 'cccccccc-0000-0000-0000-000000000006'],
+      'C02"Q\\1': ['cccccccc-0000-0000-0000-000000000007'],
+      C02NONE: [],
+    });
+    const mobile = await jamfRecordsWithSerials(jamf, 'mobile', ['dmpbbb4']);
+    assert.deepEqual(Object.fromEntries(mobile), { DMPBBB4: ['bbbbbbbb-0000-0000-0000-000000000004'] });
+    const lists = mdm.requests.filter((request) => request.method === 'GET').map((request) => request.url);
+    assert.equal(lists.length, 4, 'one request a serial, none for the whole inventory');
+    assert.ok(lists[1]?.includes(`filter=${encodeURIComponent('hardware.serialNumber=="C02\\"Q\\\\1"')}`));
+    assert.equal(mdm.requests.filter((request) => request.method === 'POST').length, 2, 'one token a call');
   });
 
   test('JSON: the list of serials, fetched with the configured headers', async () => {

@@ -3,8 +3,10 @@
 // credentials token endpoint and Graph's `deviceManagement/managedDevices` with `$select`,
 // `@odata.nextLink` paging and the compliance properties (`complianceState`,
 // `complianceGracePeriodExpirationDateTime`, `lastSyncDateTime`); Jamf Pro's `/api/oauth/token`,
-// `/api/v1/computers-inventory` and `/api/v2/mobile-devices` with `page`/`page-size` and
-// `totalCount` — and a plain JSON list (serials, or objects with `compliant`). Pages are small
+// `/api/v1/computers-inventory`, `/api/v2/mobile-devices` and `/api/v2/mobile-devices/detail`
+// with `page`/`page-size` and `totalCount`, and the RSQL `filter` by serial (`hardware.serialNumber`
+// of the computers, `serialNumber` of the mobile devices' details; any other filter is a 400, as
+// Jamf Pro answers one it cannot apply) — and a plain JSON list (serials, or objects with `compliant`). Pages are small
 // (2 devices) so that every client must page. A test edits `devices`, or sets `down`, or makes
 // the paging misbehave (a change between Jamf pages, a Graph next link back to a page read).
 import { createServer, type IncomingMessage, type Server } from 'node:http';
@@ -158,15 +160,24 @@ export class MdmStandIn {
       return { status: 401, json: { error: { code: 'InvalidAuthenticationToken' } } };
     if (url.pathname === '/v1.0/deviceManagement/managedDevices') return this.#graphPage(url);
     if (url.pathname === '/jamf/api/v1/computers-inventory') {
-      return this.#jamfPage(url, 'computer', (device) => ({
+      return this.#jamfPage(url, 'computer', 'hardware.serialNumber', (device) => ({
         id: device.jamfId ?? device.id,
         udid: device.id,
         general: { name: device.serial },
         hardware: { serialNumber: device.serial },
       }));
     }
+    if (url.pathname === '/jamf/api/v2/mobile-devices/detail') {
+      const sections = url.searchParams.getAll('section');
+      return this.#jamfPage(url, 'mobile', 'serialNumber', (device) => ({
+        mobileDeviceId: device.jamfId ?? device.id,
+        deviceType: 'iOS',
+        general: sections.includes('GENERAL') ? { displayName: device.serial, udid: device.id } : null,
+        hardware: sections.includes('HARDWARE') ? { serialNumber: device.serial } : null,
+      }));
+    }
     if (url.pathname === '/jamf/api/v2/mobile-devices') {
-      return this.#jamfPage(url, 'mobile', (device) => ({
+      return this.#jamfPage(url, 'mobile', null, (device) => ({
         id: device.jamfId ?? device.id,
         name: device.serial,
         serialNumber: device.serial,
@@ -224,16 +235,32 @@ export class MdmStandIn {
     };
   }
 
-  /** Jamf's paging: `page` from 0 and `page-size` (the stand-in gives at most PAGE_SIZE), with `totalCount`. */
+  /**
+   * Jamf's paging: `page` from 0 and `page-size` (the stand-in gives at most PAGE_SIZE), with
+   * `totalCount`; `filter` an RSQL equality of the serial field the list has (`serialField`, null
+   * when the list takes no filter), its value quoted, compared letter case aside.
+   */
   #jamfPage(
     url: URL,
     kind: 'computer' | 'mobile',
+    serialField: string | null,
     record: (device: StandInDevice) => unknown,
   ): { status: number; json: unknown } {
     const asked = Number(url.searchParams.get('page') ?? '0');
     const page = this.jamfIgnoresPage ? 0 : asked;
     const size = Math.min(PAGE_SIZE, Number(url.searchParams.get('page-size') ?? '100'));
-    const all = this.devices.filter((device) => (device.kind ?? 'computer') === kind);
+    const filter = url.searchParams.get('filter');
+    const serial = filter === null || serialField === null ? undefined : rsqlEquality(filter, serialField);
+    if (filter !== null && serial === undefined)
+      return {
+        status: 400,
+        json: { httpStatus: 400, errors: [{ code: 'INVALID_RSQL_FILTER_FIELD', field: 'filter' }] },
+      };
+    const all = this.devices.filter(
+      (device) =>
+        (device.kind ?? 'computer') === kind &&
+        (serial === undefined || device.serial.toUpperCase() === serial.toUpperCase()),
+    );
     const json = {
       totalCount: all.length + this.jamfTotalCountOffset,
       results: all.slice(page * size, (page + 1) * size).map(record),
@@ -241,6 +268,13 @@ export class MdmStandIn {
     this.afterJamfPage?.(kind, asked);
     return { status: 200, json };
   }
+}
+
+/** The value of an RSQL `field=="value"` (backslash escapes undone), else undefined. */
+function rsqlEquality(filter: string, field: string): string | undefined {
+  const match = /^([A-Za-z.]+)=="((?:[^"\\]|\\.)*)"$/.exec(filter);
+  if (match === null || match[1] !== field) return undefined;
+  return (match[2] ?? '').replace(/\\(.)/g, '$1');
 }
 
 function readBody(request: IncomingMessage): Promise<string> {
