@@ -8,7 +8,10 @@
 // (the portal's `mdm_id`), else its serial, letter case aside (several devices that differ only
 // in case are all suspended by a "left", and none is changed otherwise), and resumed only when
 // the other identifier the event names does not differ from the one it is registered with
-// (another Jamf record sharing its serial);
+// (another Jamf record sharing its serial). A device registered by its serial alone has no UDID to
+// tell such records apart: with `mdmInventory` of Jamf Pro, the records that hold its serial are
+// looked up before it is resumed or given a UDID, and while several do it is neither (Jamf Pro
+// unreachable: 503, nothing resumed, the event's suspensions applied); a "left" never waits on it;
 // one the event names by its Jamf id alone (as computer group events may) is looked up in Jamf
 // Pro's inventory with the API client of `mdmInventory` when that is Jamf Pro's, before anything
 // changes (Jamf Pro unreachable: 503, so that Jamf Pro sends it again; meanwhile only the devices
@@ -23,7 +26,7 @@
 // look-up and its change, and the event goes on with the others it names. The changes are the portal's own
 // (audit key `(portal)`, by `jamf`), as those of the inventory sync.
 import type { JamfPushConfig } from '../../config/portal-config.js';
-import { jamfDevicesById } from '../../mdm-client/jamf.js';
+import { jamfDevicesById, jamfRecordsWithSerials } from '../../mdm-client/jamf.js';
 import type { JamfDevice, JamfEvent } from '../../protocol/jamf-webhook.js';
 import { messageOf } from '../../shared/error-message.js';
 import type { Db } from '../../storage/database.js';
@@ -95,6 +98,7 @@ export async function applyJamfEvent(
     // Several devices that differ only in letter case: which one Jamf Pro means cannot be told.
     if (device === undefined || others.length > 0) return { ...outcome, unknown: 1 };
     const refreshed = await refreshIdentifiers(ctx, device, event.device);
+    if (refreshed === 'shared-serial') return { ...outcome, unknown: 1 };
     return { ...outcome, refreshed: refreshed ? 1 : 0, unchanged: refreshed ? 0 : 1 };
   }
   const allowed = config.allowedGroups[event.devices];
@@ -146,17 +150,10 @@ async function applyGroupChange(
   found: DeviceFinder,
 ): Promise<JamfPushOutcome> {
   const { removed, added, unresolved } = await withJamfIdentifiers(ctx, event.devices, event.removed, event.added);
-  const tally = { handled: 'applied' as const, suspended: 0, resumed: 0, refreshed: 0, unchanged: 0, unknown: 0 };
+  const tally: Tally = { suspended: 0, resumed: 0, refreshed: 0, unchanged: 0, unknown: 0 };
   // Dated ahead of the portal's clock: not in order with anything, so a "left" suspends without
   // being put in order (nor recorded: its time would order nothing), and a "joined" resumes nothing.
   const ahead = event.at !== null && event.at.getTime() > ctx.clock.now().getTime() + JAMF_CLOCK_SKEW_MS;
-  // A device retired (or its user destroyed) since it was found has nothing left to suspend or
-  // resume: it counts as unknown, as it would in a delivery sent again, and the event goes on with
-  // the others it names.
-  const count = (done: GroupChangeDone, changed: 'suspended' | 'resumed') => {
-    if (done === 'gone') counts.unknownDevices += 1;
-    tally[done === 'gone' ? 'unknown' : done === 'changed' ? changed : 'unchanged'] += 1;
-  };
   // Devices the event names among those that left: none of its "joined" entries resumes them
   // (another record sharing a serial, an entry naming the device by another identifier), with
   // or without a time to order them by.
@@ -169,34 +166,120 @@ async function applyGroupChange(
     // Several devices whose identifier differs only in letter case: a revocation takes them all.
     for (const device of devices) {
       leaving.add(device.deviceId);
-      count(await suspendForGroup(ctx, device, event.groupName, ahead ? null : event.at), 'suspended');
+      countDone(
+        { counts, tally },
+        await suspendForGroup(ctx, device, event.groupName, ahead ? null : event.at),
+        'suspended',
+      );
     }
   }
   // Nothing is resumed: a device that left, named by its id alone, may be one named as joining.
   // The delivery fails, so that Jamf Pro sends it again.
-  if (unresolved !== null) throw unreadableJamf(tally.suspended + tally.unchanged, unresolved);
-  for (const named of added) {
-    const devices = await found(named);
-    const [device] = devices;
-    const refused = device === undefined ? null : refusedResume(device, devices.length, named, leaving, ahead);
-    if (device === undefined) tally.unknown += 1;
-    else if (refused !== null) {
-      if (refused.unknown) counts.unknownDevices += 1;
-      tally[refused.unknown ? 'unknown' : 'unchanged'] += 1;
-      ctx.logger.warn(
-        {
-          deviceId: device.deviceId,
-          udid: named.udid,
-          serial: named.serial,
-          group: event.groupName,
-          eventTimestamp: event.at?.toISOString(),
-        },
-        refused.message,
-      );
-    } else count(await resumeForGroup(ctx, device, event.groupName, event.at), 'resumed');
-  }
-  return tally;
+  if (unresolved !== null) throw unreadableJamf(tally.suspended + tally.unchanged, unresolved, 'ids');
+  await resumeJoined(ctx, event, added, { counts, found, leaving, ahead, tally });
+  return { handled: 'applied', ...tally };
 }
+
+/** What applyGroupChange hands on to resume the devices that joined. */
+interface JoinedContext {
+  readonly counts: JamfPushCounts;
+  readonly found: DeviceFinder;
+  /** The devices the event names among those that left. */
+  readonly leaving: ReadonlySet<string>;
+  /** The event is dated ahead of the portal's clock. */
+  readonly ahead: boolean;
+  readonly tally: Tally;
+}
+
+type Tally = { -readonly [K in keyof Omit<JamfPushOutcome, 'handled'>]: JamfPushOutcome[K] };
+
+/**
+ * Counts what a suspension or resume did. A device retired (or its user destroyed) since it was
+ * found has nothing left to suspend or resume: it counts as unknown, as it would in a delivery
+ * sent again, and the event goes on with the others it names.
+ */
+function countDone(
+  joined: Pick<JoinedContext, 'counts' | 'tally'>,
+  done: GroupChangeDone,
+  changed: 'suspended' | 'resumed',
+) {
+  if (done === 'gone') joined.counts.unknownDevices += 1;
+  joined.tally[done === 'gone' ? 'unknown' : done === 'changed' ? changed : 'unchanged'] += 1;
+}
+
+/**
+ * Resumes the devices the event names among those that joined, unless refused (refusedResume);
+ * a device registered by its serial alone only once Jamf Pro's inventory (when `mdmInventory` is
+ * Jamf Pro's) holds no other record with its serial. Every look-up is made before anything is
+ * resumed: Jamf Pro unreadable, nothing is, and the delivery fails so that Jamf Pro sends it again.
+ */
+async function resumeJoined(
+  ctx: PortalContext,
+  event: GroupChangeEvent,
+  added: readonly JamfDevice[],
+  joined: JoinedContext,
+): Promise<void> {
+  const { tally } = joined;
+  const named: { entry: JamfDevice; device: StoredDevice; refused: Refusal | null }[] = [];
+  for (const entry of added) {
+    const devices = await joined.found(entry);
+    const [device] = devices;
+    if (device === undefined) tally.unknown += 1;
+    else
+      named.push({
+        entry,
+        device,
+        refused: refusedResume(device, devices.length, entry, joined.leaving, joined.ahead),
+      });
+  }
+  // A serial-only device the event would resume (or record the event's time for): which Jamf
+  // record it is must be told by its serial alone.
+  const serials = named.flatMap(({ entry, device, refused }) =>
+    refused === null &&
+    device.mdmId === null &&
+    entry.serial !== null &&
+    (device.state === 'suspended' || event.at !== null)
+      ? [entry.serial]
+      : [],
+  );
+  const holders = await recordsHoldingSerials(ctx, event.devices, serials);
+  if (holders.unreadable !== null)
+    throw unreadableJamf(tally.suspended + tally.unchanged, holders.unreadable, 'serials');
+  for (const { entry, device, refused } of named) {
+    const records = entry.serial === null ? 0 : (holders.counts.get(entry.serial.toUpperCase()) ?? 0);
+    const refusal = refused ?? (records > 1 && device.mdmId === null ? sharedSerial : null);
+    if (refusal === null) {
+      countDone(joined, await resumeForGroup(ctx, device, event.groupName, event.at), 'resumed');
+      continue;
+    }
+    if (refusal.unknown) joined.counts.unknownDevices += 1;
+    tally[refusal.unknown ? 'unknown' : 'unchanged'] += 1;
+    ctx.logger.warn(
+      {
+        deviceId: device.deviceId,
+        udid: entry.udid,
+        serial: entry.serial,
+        ...(refusal === sharedSerial ? { jamfRecords: records } : {}),
+        group: event.groupName,
+        eventTimestamp: event.at?.toISOString(),
+      },
+      refusal.message,
+    );
+  }
+}
+
+/** Why a device is not resumed, and whether it counts as unknown. */
+interface Refusal {
+  readonly unknown: boolean;
+  readonly message: string;
+}
+
+/** A serial-only device whose serial several Jamf records hold: which one joined cannot be told. */
+const sharedSerial: Refusal = {
+  unknown: true,
+  message:
+    'Jamf Pro holds several records with the serial of a device registered without its UDID (mdm_id) that joined an allowed smart group; which one joined cannot be told, it is not resumed',
+};
 
 /**
  * Why a device the event names among those that joined is not resumed (and whether it counts as
@@ -209,7 +292,7 @@ function refusedResume(
   named: JamfDevice,
   leaving: ReadonlySet<string>,
   ahead: boolean,
-): { readonly unknown: boolean; readonly message: string } | null {
+): Refusal | null {
   if (leaving.has(device.deviceId))
     return {
       unknown: false,
@@ -269,16 +352,41 @@ function idOnly(device: JamfDevice): boolean {
   return device.jamfId !== null && device.udid === null && device.serial === null;
 }
 
-/** The 503 of a delivery whose Jamf ids could not be looked up: what it did all the same. */
-function unreadableJamf(suspended: number, why: string): PortalError {
+/**
+ * The 503 of a delivery whose look-up in Jamf Pro failed (of its Jamf ids, or of the records that
+ * hold a serial-only device's serial): what it did all the same.
+ */
+function unreadableJamf(suspended: number, why: string, lookup: 'ids' | 'serials'): PortalError {
+  const which = lookup === 'ids' ? 'it names otherwise that left' : 'it names that left';
   const done =
     suspended === 0
       ? 'nothing changed'
-      : `the ${suspended === 1 ? 'device' : `${suspended} devices`} it names otherwise that left are suspended, nothing else changed`;
-  return new PortalError(
-    'unavailable',
-    `could not look up in Jamf Pro the devices the event names by Jamf id only (${done}): ${why}`,
-  );
+      : `${suspended === 1 ? `the device ${which} is` : `the ${suspended} devices ${which} are`} suspended, nothing else changed`;
+  const what =
+    lookup === 'ids'
+      ? 'the devices the event names by Jamf id only'
+      : 'the records that hold the serial of a device registered without its UDID';
+  return new PortalError('unavailable', `could not look up in Jamf Pro ${what} (${done}): ${why}`);
+}
+
+/**
+ * How many records of Jamf Pro's inventory hold each of these serials (keyed in capitals), when
+ * `mdmInventory` is Jamf Pro's (else none is looked up: a serial is taken as naming the device
+ * registered with it). `unreadable` says why Jamf Pro could not be read.
+ */
+async function recordsHoldingSerials(
+  ctx: PortalContext,
+  kind: 'computer' | 'mobile',
+  serials: readonly string[],
+): Promise<{ readonly counts: ReadonlyMap<string, number>; readonly unreadable: string | null }> {
+  const source = ctx.config.mdmInventory?.source;
+  if (serials.length === 0 || source?.provider !== 'jamf') return { counts: new Map(), unreadable: null };
+  try {
+    const records = await jamfRecordsWithSerials(source, kind, serials);
+    return { counts: new Map([...records].map(([serial, udids]) => [serial, udids.length])), unreadable: null };
+  } catch (error) {
+    return { counts: new Map(), unreadable: messageOf(error) };
+  }
 }
 
 /**
@@ -429,8 +537,29 @@ async function resumeForGroup(
   });
 }
 
-/** Fills in the UDID (mdm_id) or serial the device lacks; true when one was written. */
-async function refreshIdentifiers(ctx: PortalContext, device: StoredDevice, named: JamfDevice): Promise<boolean> {
+/**
+ * Fills in the UDID (mdm_id) or serial the device lacks; true when one was written. A device
+ * registered by its serial alone given a UDID is bound to that Jamf record for good: not while
+ * Jamf Pro's inventory (when `mdmInventory` is Jamf Pro's) holds several records with its serial
+ * (`shared-serial`, nothing written); Jamf Pro unreadable, the delivery fails (503).
+ */
+async function refreshIdentifiers(
+  ctx: PortalContext,
+  device: StoredDevice,
+  named: JamfDevice,
+): Promise<boolean | 'shared-serial'> {
+  if (device.mdmId === null && named.udid !== null && named.serial !== null) {
+    const holders = await recordsHoldingSerials(ctx, 'computer', [named.serial]);
+    if (holders.unreadable !== null) throw unreadableJamf(0, holders.unreadable, 'serials');
+    const records = holders.counts.get(named.serial.toUpperCase()) ?? 0;
+    if (records > 1) {
+      ctx.logger.warn(
+        { deviceId: device.deviceId, udid: named.udid, serial: named.serial, jamfRecords: records },
+        'Jamf Pro holds several records with the serial of a device registered without its UDID (mdm_id); which one it is cannot be told, so no UDID is written',
+      );
+      return 'shared-serial';
+    }
+  }
   let written = false;
   if (device.mdmId === null && named.udid !== null)
     written = (await fillDeviceIdentifier(ctx.db, device.deviceId, 'mdm_id', named.udid)) || written;
