@@ -45,6 +45,8 @@ export async function observeWireGuardSessions(
   const open = await openWireGuardSessions(ctx.db, nodeNumber);
   const onNode = new Map(peers.map((peer) => [peer.publicKey as string, peer]));
   const events: PortalEvent[] = [];
+  // Quiet peers whose open session ended before a later run: that run is one of missedRuns.
+  const endedBeforeLaterRun = new Set<string>();
 
   for (const session of open.values()) {
     const peer = onNode.get(session.connectionId);
@@ -52,8 +54,13 @@ export async function observeWireGuardSessions(
       // Gone without the portal removing it (a node that lost its peers): the counters went with it.
       events.push(sessionEnded('wireguard', session, now, 0, 0, 'lost'));
     } else if (!isOnline(peer.lastHandshakeTime, now)) {
+      // Quiet, back (from the same place or another) and quiet again while no pass looked: the
+      // session ended by the later run's start at the latest, and that run is a session of its own.
+      const laterRun = newRunSince(session, peer, now);
+      if (laterRun !== null) endedBeforeLaterRun.add(session.connectionId);
       const lastSeen =
-        peer.lastHandshakeTime === null ? now : new Date(peer.lastHandshakeTime.getTime() + ONLINE_THRESHOLD_MS);
+        laterRun ??
+        (peer.lastHandshakeTime === null ? now : new Date(peer.lastHandshakeTime.getTime() + ONLINE_THRESHOLD_MS));
       events.push(sessionEnded('wireguard', session, lastSeen, peer.bytesIn, peer.bytesOut, 'idle'));
     }
   }
@@ -99,7 +106,11 @@ export async function observeWireGuardSessions(
     });
   }
   if (lastLook !== null) {
-    const quiet = peers.filter((peer) => !open.has(peer.publicKey) && !isOnline(peer.lastHandshakeTime, now));
+    const quiet = peers.filter(
+      (peer) =>
+        (!open.has(peer.publicKey) || endedBeforeLaterRun.has(peer.publicKey)) &&
+        !isOnline(peer.lastHandshakeTime, now),
+    );
     events.push(...(await missedRuns(ctx, nodeNumber, quiet, Date.parse(lastLook))));
   }
   await announceSessions(ctx.events, ctx.db, events);

@@ -4,7 +4,8 @@
 // interface write keeps the handshake), or across the 3-minute boundary the portal judged a
 // moment earlier, would otherwise date it there. A run that began after the open session's
 // (the device went quiet and came back while no pass looked) ends that session and starts the
-// next. A run that began and ended between two passes is a session of its own. The node is a
+// next, also when that run ended before the pass (the device quiet again). A run that began and
+// ended between two passes is a session of its own. The node is a
 // stand-in that lists what the test says: a real agent gives such runs only in a race, or after
 // minutes, that a test cannot call up.
 import assert from 'node:assert/strict';
@@ -137,5 +138,52 @@ test('a run that began and ended while no pass looked is a session of its own, w
   assert.deepEqual(
     (report.json() as { sessions: { user_id: string }[] }).sessions.map((session) => session.user_id),
     ['carol'],
+  );
+});
+
+test('a device that went quiet, came back from elsewhere and went quiet again while no pass looked is two sessions, the second from its own address', async (t) => {
+  const node = await listingNode(t);
+  const clock = new ManualClock(formatAtom(new Date()));
+  // The client's address is kept past the session, for the abuse report below.
+  const portal = await startPortalOnStandIn(t, node.url, { clock, config: { Log: { originatingIp: true } } });
+  await portal.admin.create({ user_id: 'dan', profile_id: 'employees' });
+  const peer = await portal.portal.ctx.db.selectFrom('wg_peers').selectAll().executeTakeFirstOrThrow();
+  const start = clock.now();
+  const minute = (n: number) => new Date(start.getTime() + n * 60_000);
+  const listed = (since: Date, last: Date, from: string): PeerListEntry[] => [
+    {
+      public_key: peer.public_key,
+      ip_net: [`${peer.ip_four}/32`],
+      last_handshake_time: formatAtom(last),
+      online_since: formatAtom(since),
+      bytes_in: 100,
+      bytes_out: 200,
+      endpoint: `${from}:51820`,
+    },
+  ];
+  node.listed = listed(minute(0), minute(0), '198.51.100.1');
+  await portal.reconcile();
+
+  // Twenty minutes on, the node tells of a later run: from minute 10 to 12, from another address.
+  clock.advance(20 * 60_000);
+  node.listed = listed(minute(10), minute(12), '203.0.113.9');
+  await portal.reconcile();
+  clock.advance(60_000);
+  await portal.reconcile(); // the same list again: nothing more is recorded
+  const sessions = (await portal.admin.connectionLog({ user_id: 'dan' })).connection_log.reverse();
+  assert.deepEqual(
+    sessions.map((session) => [session.connected_at, session.disconnected_at, session.originating_ip]),
+    [
+      [formatAtom(minute(0)), formatAtom(minute(10)), '198.51.100.1'],
+      [formatAtom(minute(10)), formatAtom(minute(15)), '203.0.113.9'],
+    ],
+    'the first ended by the later run at the latest; the later run is a session of its own',
+  );
+  const report = await portal.get('/connection_log', { ip: '203.0.113.9', at: formatAtom(minute(11)) });
+  assert.equal(report.status, 200, report.text);
+  assert.deepEqual(
+    (report.json() as { connection_log: { user_id: string }[] }).connection_log.map((session) => session.user_id),
+    ['dan'],
+    "an abuse report about the later run's address finds dan",
   );
 });
