@@ -30,6 +30,7 @@ const valid: NonNullable<ParsedConsoleOidc> = {
   clientId: 'vpn-console',
   clientSecretFile: 'secret',
   requestScopes: ['profile', 'openid', 'roles'],
+  signOutAtProvider: false,
   scope: { claim: 'realm_access.roles', read: ['vpn-viewer'], write: [], admin: ['vpn-admin'] },
 };
 
@@ -40,6 +41,7 @@ test('a valid option resolves: the secret read, openid asked for once and first,
   assert.equal(String(settings?.clientSecret), '[redacted]');
   assert.deepEqual(settings?.requestScopes, ['openid', 'profile', 'roles']);
   assert.equal(settings?.redirectUri.href, 'https://vpn.example.org/vpn-user-portal/admin/oidc/callback');
+  assert.equal(settings?.postLogoutRedirectUri.href, 'https://vpn.example.org/vpn-user-portal/admin/sign-in');
   assert.equal(settings?.name, 'login.example.org');
   assert.equal(settings?.profiles, null);
 });

@@ -32,6 +32,8 @@ const oidc: ConsoleOidcSettings = {
   clientId: 'vpn-console',
   clientSecret: new Secret('s'),
   redirectUri: new URL('https://vpn.example.org/vpn-user-portal/admin/oidc/callback'),
+  postLogoutRedirectUri: new URL('https://vpn.example.org/vpn-user-portal/admin/sign-in'),
+  signOutAtProvider: false,
   requestScopes: ['openid'],
   scope: { claim: 'roles', read: ['viewer'], write: [], admin: [] },
   profiles: null,
