@@ -44,26 +44,7 @@ export async function observeWireGuardSessions(
   const lastLook = await readState(ctx.db, lookKey);
   const open = await openWireGuardSessions(ctx.db, nodeNumber);
   const onNode = new Map(peers.map((peer) => [peer.publicKey as string, peer]));
-  const events: PortalEvent[] = [];
-  // Quiet peers whose open session ended before a later run: that run is one of missedRuns.
-  const endedBeforeLaterRun = new Set<string>();
-
-  for (const session of open.values()) {
-    const peer = onNode.get(session.connectionId);
-    if (peer === undefined) {
-      // Gone without the portal removing it (a node that lost its peers): the counters went with it.
-      events.push(sessionEnded('wireguard', session, now, 0, 0, 'lost'));
-    } else if (!isOnline(peer.lastHandshakeTime, now)) {
-      // Quiet, back (from the same place or another) and quiet again while no pass looked: the
-      // session ended by the later run's start at the latest, and that run is a session of its own.
-      const laterRun = newRunSince(session, peer, now);
-      if (laterRun !== null) endedBeforeLaterRun.add(session.connectionId);
-      const lastSeen =
-        laterRun ??
-        (peer.lastHandshakeTime === null ? now : new Date(peer.lastHandshakeTime.getTime() + ONLINE_THRESHOLD_MS));
-      events.push(sessionEnded('wireguard', session, lastSeen, peer.bytesIn, peer.bytesOut, 'idle'));
-    }
-  }
+  const { events, endedBeforeLaterRun } = endedSessions(open, onNode, now);
 
   const online = peers.filter((peer) => isOnline(peer.lastHandshakeTime, now));
   const starting = online.filter((peer) => {
@@ -118,6 +99,35 @@ export async function observeWireGuardSessions(
   // The sessions still open keep the counters for their RADIUS Interim-Updates (nothing without RADIUS).
   const counters = new Map(online.map((peer) => [peer.publicKey as string, peer]));
   await noteSessionCounters(ctx.db, ctx.config, nodeNumber, counters);
+}
+
+/**
+ * The open sessions that ended: their peer gone from the node, or quiet now. A quiet peer whose
+ * run began after its session's (quiet, back and quiet again while no pass looked) ended that
+ * session by then at the latest, and its later run is one of missedRuns: those keys are returned.
+ */
+function endedSessions(
+  open: ReadonlyMap<string, OpenSession>,
+  onNode: ReadonlyMap<string, DaemonPeer>,
+  now: Date,
+): { readonly events: PortalEvent[]; readonly endedBeforeLaterRun: ReadonlySet<string> } {
+  const events: PortalEvent[] = [];
+  const endedBeforeLaterRun = new Set<string>();
+  for (const session of open.values()) {
+    const peer = onNode.get(session.connectionId);
+    if (peer === undefined) {
+      // Gone without the portal removing it (a node that lost its peers): the counters went with it.
+      events.push(sessionEnded('wireguard', session, now, 0, 0, 'lost'));
+    } else if (!isOnline(peer.lastHandshakeTime, now)) {
+      const laterRun = newRunSince(session, peer, now);
+      if (laterRun !== null) endedBeforeLaterRun.add(session.connectionId);
+      const lastSeen =
+        laterRun ??
+        (peer.lastHandshakeTime === null ? now : new Date(peer.lastHandshakeTime.getTime() + ONLINE_THRESHOLD_MS));
+      events.push(sessionEnded('wireguard', session, lastSeen, peer.bytesIn, peer.bytesOut, 'idle'));
+    }
+  }
+  return { events, endedBeforeLaterRun };
 }
 
 /**
