@@ -250,7 +250,11 @@ export type PortalEvent =
     })
   | (EventBase & { readonly type: 'node.down'; readonly nodeNumber: NodeNumber; readonly reason: string })
   | (EventBase & { readonly type: 'node.up'; readonly nodeNumber: NodeNumber })
-  /** A node reported a NAT mapping other than its last recorded one (src/core/nodes/nat-history.ts), in force from `appliedAt`. */
+  /**
+   * A node reported a NAT mapping other than its last recorded one (src/core/nodes/nat-history.ts),
+   * or one taken out of the configuration translates no more (`none`, removed-nodes-nat.ts); in
+   * force from `appliedAt`.
+   */
   | (EventBase & {
       readonly type: 'node.nat_changed';
       readonly nodeNumber: NodeNumber;

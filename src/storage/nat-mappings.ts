@@ -1,6 +1,7 @@
 // Queries on `nat_mappings`: which NAT mapping each node had in force from when. A row is added
-// when a node reports a mapping that differs from the last one recorded for it; old rows stay,
-// so attribution at an old moment reads the mapping of that moment.
+// when a node reports a mapping that differs from the last one recorded for it, and `none` when a
+// node taken out of the configuration still translated; old rows stay, so attribution at an old
+// moment reads the mapping of that moment.
 import type { ExpressionBuilder } from 'kysely';
 import type { NatSettings } from '../net/deterministic-nat.js';
 import type { NodeNumber } from '../shared/ids.js';
@@ -155,6 +156,27 @@ export async function natMappingsInForce(db: Db, at: string): Promise<RecordedNa
     .orderBy('mapping.node_number')
     .execute();
   return rows.map(toRecorded);
+}
+
+/**
+ * The nodes not in `configured` whose last recorded mapping translates (is not `none`): nodes
+ * taken out of the configuration whose mapping would otherwise stay in force for ever. Every
+ * node when `configured` is empty.
+ */
+export async function nodesTranslatingOff(db: Db, configured: readonly NodeNumber[]): Promise<NodeNumber[]> {
+  let query = db
+    .selectFrom('nat_mappings as mapping')
+    .select('mapping.node_number')
+    .where('mapping.mode', '<>', 'none')
+    .where('mapping.applied_at', '=', (eb) =>
+      eb
+        .selectFrom('nat_mappings as later')
+        .select((inner) => inner.fn.max('later.applied_at').as('applied_at'))
+        .whereRef('later.node_number', '=', 'mapping.node_number'),
+    );
+  if (configured.length > 0) query = query.where('mapping.node_number', 'not in', configured);
+  const rows = await query.orderBy('mapping.node_number').execute();
+  return rows.map((row) => row.node_number as NodeNumber);
 }
 
 /** A node's history, oldest first. */

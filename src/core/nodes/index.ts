@@ -7,3 +7,4 @@ export * from './peers.js';
 export * from './read-age.js';
 export * from './wireguard-settings.js';
 export * from './nat-history.js';
+export * from './removed-nodes-nat.js';

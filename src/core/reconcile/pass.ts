@@ -48,6 +48,7 @@ import {
 } from '../../shared/ids.js';
 import { forEachLimited } from '../../shared/limited-parallel.js';
 import {
+  endNatOfRemovedNodes,
   peerIpNet,
   readTimeNow,
   removalsOf,
@@ -119,8 +120,8 @@ export type NodeTurn = (
 
 /**
  * The full pass, run by one portal instance at a time: expired configurations, then every node,
- * whose WireGuard sessions are observed on the way, then the end of the sessions of nodes no
- * longer configured, then the live statistics. Answers the nodes it reconciled. `checkpoint`
+ * whose WireGuard sessions are observed on the way, then the end of the sessions and NAT
+ * mappings of nodes no longer configured, then the live statistics. Answers the nodes it reconciled. `checkpoint`
  * runs before each node's turn and before the statistics: it throws to end the pass there (its
  * lock was lost, the portal stops); the nodes under way finish first.
  */
@@ -146,6 +147,8 @@ export async function reconcileAll(
   );
   checkpoint();
   await endSessionsOfRemovedNodes(ctx);
+  // Their NAT mappings too, from the same pass: their addresses may be another node's now.
+  await endNatOfRemovedNodes(ctx);
   await recordLiveStats(ctx);
   return results.filter((result): result is NodeReconcileResult => result !== undefined);
 }

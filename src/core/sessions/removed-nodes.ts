@@ -1,7 +1,8 @@
 // The open sessions of a node taken out of the configuration: no pass reads that node any more,
 // so nothing else would ever end them, and they would stay open for ever: attributed their
 // tunnel addresses (which another node may serve now), with RADIUS Interim-Updates, never
-// stopped. A full pass ends them as lost, at its time.
+// stopped. A full pass ends them as lost, at its time (and its NAT mapping: removed-nodes-nat.ts
+// in src/core/nodes).
 import { openSessionsOffNodes } from '../../storage/connection-log.js';
 import type { PortalContext } from '../context.js';
 import { announceSessions } from './announce-sessions.js';
