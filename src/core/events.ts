@@ -450,13 +450,16 @@ export class PortalEvents {
    * Otherwise the event is recorded in a change of its own, all of its listeners' writes or none
    * (a listener that fails leaves no history row open for a session that never was), and published
    * once it committed; when that change surely did not commit, the withdrawn listeners are told
-   * too and the error is thrown. Answers whether the event was recorded.
+   * too and the error is thrown. `before` answers, read in that change, the events it announces
+   * first (the ends of the sessions the event's session follows on its address). Answers whether
+   * the event was recorded.
    */
   async changeUnlessCalledOff(
     db: Db,
     event: PortalEvent,
     calledOff: AbortSignal,
     stillAllowed: () => Promise<boolean>,
+    before: (trx: Db) => Promise<readonly PortalEvent[]> = async () => [],
   ): Promise<boolean> {
     for (const listener of this.#listeners.approval) await listener(event);
     const allowed = this.#listeners.approval.length === 0 || (await stillAllowed());
@@ -466,7 +469,7 @@ export class PortalEvents {
     }
     this.#approved.add(event);
     try {
-      await this.change(db, async (_trx, announce) => announce(event));
+      await this.change(db, async (trx, announce) => announce(await before(trx), event));
     } catch (error) {
       // A commit whose outcome is unknown may yet have recorded the event: nothing is undone.
       if (!(error instanceof CommitOutcomeUnknown)) await this.#withdraw(event);

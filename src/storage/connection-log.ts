@@ -335,6 +335,28 @@ export async function nextSessionOnAddress(
   return row?.connected_at;
 }
 
+/**
+ * The open OpenVPN sessions of other configurations that hold `ipFour` on the node and began by
+ * `startedBy` (ATOM), read in the transaction that records the address's next session: the node
+ * freed the address before it gave it away, so they are over, whether or not their end was
+ * heard. On PostgreSQL the rows stay locked until that transaction ends, so a change closing one
+ * meanwhile (its disconnect report) is waited for, and a row it closed is not read.
+ */
+export async function lockEarlierHoldersOfAddress(
+  trx: Db,
+  nodeNumber: NodeNumber,
+  ipFour: string,
+  otherThan: string,
+  startedBy: string,
+): Promise<OpenSession[]> {
+  const query = openOpenVpnSessionsQuery(trx, nodeNumber)
+    .where('ip_four', '=', canonicalAddressOrSame(ipFour))
+    .where('connection_id', '!=', otherThan)
+    .where('connected_at', '<=', startedBy)
+    .orderBy('log_id');
+  return (await (isPostgres(trx) ? query.forUpdate() : query).execute()).map(toOpenSession);
+}
+
 /** The open OpenVPN sessions of a node that started before `before` (ATOM), oldest first. */
 export async function openOpenVpnSessionsBefore(
   db: Db,

@@ -5,11 +5,13 @@
 import { findProfile } from '../../config/portal-config.js';
 import { findCertificate, type OpenVpnCertificate } from '../../storage/certificates.js';
 import {
+  lockEarlierHoldersOfAddress,
   nextSessionOnAddress,
   openOpenVpnSessionsBefore,
   openSessionOf,
   type OpenSession,
 } from '../../storage/connection-log.js';
+import type { Db } from '../../storage/database.js';
 import { deviceIdOfConfiguration, findDevice } from '../../storage/devices.js';
 import { findUser } from '../../storage/users.js';
 import type { PortalContext } from '../context.js';
@@ -113,7 +115,8 @@ async function decide(ctx: PortalContext, connect: OpenVpnConnect): Promise<Conn
     return again.allowed;
   };
   try {
-    if (!(await ctx.events.changeUnlessCalledOff(ctx.db, started, connect.nodeGaveUp, stillAllowed)))
+    const ended = (trx: Db) => earlierHoldersEnded(ctx, trx, started);
+    if (!(await ctx.events.changeUnlessCalledOff(ctx.db, started, connect.nodeGaveUp, stillAllowed, ended)))
       return recheck.refusal ?? { allowed: false, reason: 'the node stopped waiting for the answer' };
   } catch (error) {
     if (error instanceof ListenerRefusal) return { allowed: false, reason: error.message };
@@ -131,6 +134,36 @@ async function decide(ctx: PortalContext, connect: OpenVpnConnect): Promise<Conn
     'OpenVPN client connected',
   );
   return { allowed: true };
+}
+
+/**
+ * The ends of the open sessions of other configurations on the address a connect was given, to
+ * be announced in its change before its start: the node freed the address before it gave it
+ * away, so they are over, their end not heard (lost, or its report still coming). Each ends as
+ * lost when the new session began, so its Stop (RADIUS, syslog, webhooks) comes before the new
+ * session's Start and an address is never left mapped to the wrong user or to no one. A
+ * disconnect report that comes after changes nothing (its counters are not recorded).
+ */
+async function earlierHoldersEnded(
+  ctx: PortalContext,
+  trx: Db,
+  started: Extract<PortalEvent, { type: 'session.started' }>,
+): Promise<PortalEvent[]> {
+  const { configuration } = started;
+  if (started.ipFour === '') return [];
+  const holders = await lockEarlierHoldersOfAddress(
+    trx,
+    configuration.nodeNumber,
+    started.ipFour,
+    configuration.connectionId,
+    formatAtom(started.at),
+  );
+  if (holders.length > 0)
+    ctx.logger.info(
+      { nodeNumber: configuration.nodeNumber, ipFour: started.ipFour, sessions: holders.length },
+      'OpenVPN address given to a new client while an older session still held it: that one ends as lost first',
+    );
+  return holders.map((session) => sessionEnded('openvpn', session, started.at, 0, 0, 'lost'));
 }
 
 export interface OpenVpnDisconnect {
