@@ -406,10 +406,13 @@ test('history and stats read the extensions: the connection log as a table or JS
   const portal = await startTestPortal({ config: openVpnEmployees });
   t.after(portal.close);
   // Two OpenVPN sessions, as a node reports them through the Node API.
-  for (const user of ['alice', 'bob']) {
+  for (const [user, ipFour] of [
+    ['alice', '10.60.0.2'],
+    ['bob', '10.60.0.3'],
+  ] as const) {
     await reportOpenVpnConnect(portal, await openVpnConfiguration(portal, user), {
       originating_ip: '198.51.100.9',
-      ip_four: '10.60.0.2',
+      ip_four: ipFour,
     });
   }
   const table = await admin(portal, ['history', '--user', 'alice']);
