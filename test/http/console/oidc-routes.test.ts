@@ -87,22 +87,28 @@ async function launch(t: TestContext): Promise<Browser> {
   return browser;
 }
 
+/**
+ * Signs in as alice through the provider's own pages (its login form, then its consent), to the
+ * dashboard; `screenshotAs` names a screenshot of the console's sign-in page on the way.
+ */
+async function signInAsAlice(page: Page, consoleUrl: string, screenshotAs?: string): Promise<void> {
+  await page.goto(consoleUrl);
+  if (screenshotAs !== undefined) await screenshot(page, screenshotAs);
+  await page.getByRole('link', { name: 'Sign in with Test SSO' }).click();
+  await page.locator('input[name="login"]').fill('alice');
+  await page.locator('input[name="password"]').fill('any password');
+  await page.locator('button[type="submit"]').click();
+  await page.locator('button[type="submit"]', { hasText: 'Continue' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Dashboard' }).waitFor();
+}
+
 test('an administrator signs in through the OpenID provider in a real browser, sees the dashboard as oidc:alice, and her change is audited so', async (t) => {
   const { portal, console: consoleUrl } = await startStand(t);
   const created = await portal.post('/create', { user_id: 'dave', profile_id: 'employees' });
   assert.equal(created.status, 200, created.text);
   const { page } = await openTab(await launch(t));
 
-  await page.goto(consoleUrl);
-  await screenshot(page, 'sign-in-with-oidc');
-  await page.getByRole('link', { name: 'Sign in with Test SSO' }).click();
-  // The provider's own pages: its login form, then its consent.
-  await page.locator('input[name="login"]').fill('alice');
-  await page.locator('input[name="password"]').fill('any password');
-  await page.locator('button[type="submit"]').click();
-  await page.locator('button[type="submit"]', { hasText: 'Continue' }).click();
-
-  await page.getByRole('heading', { level: 1, name: 'Dashboard' }).waitFor();
+  await signInAsAlice(page, consoleUrl, 'sign-in-with-oidc');
   assert.equal(new URL(page.url()).pathname, '/vpn-user-portal/admin/');
   assert.equal((await page.locator('.who').textContent())?.trim(), 'oidc:alice · write');
   const cookies = await page.context().cookies();
@@ -134,17 +140,6 @@ test('an administrator signs in through the OpenID provider in a real browser, s
   assert.equal(disable?.keyName, 'oidc:alice');
   assert.equal(disable?.userId, 'dave');
 });
-
-/** Signs in as alice through the provider's own login and consent pages, to the dashboard. */
-async function signInAsAlice(page: Page, consoleUrl: string): Promise<void> {
-  await page.goto(consoleUrl);
-  await page.getByRole('link', { name: 'Sign in with Test SSO' }).click();
-  await page.locator('input[name="login"]').fill('alice');
-  await page.locator('input[name="password"]').fill('any password');
-  await page.locator('button[type="submit"]').click();
-  await page.locator('button[type="submit"]', { hasText: 'Continue' }).click();
-  await page.getByRole('heading', { level: 1, name: 'Dashboard' }).waitFor();
-}
 
 test('with signOutAtProvider, Sign out ends the session at the provider too, so the next single sign-on asks for the login again; without it the provider signs her straight back in', async (t) => {
   const browser = await launch(t);
