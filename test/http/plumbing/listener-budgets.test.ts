@@ -12,6 +12,7 @@ import { connect as connectTls } from 'node:tls';
 import { errorBody, parseResponses } from '../../support/raw-http.js';
 import { MdmCa } from '../../support/mdm-ca.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+import { until } from '../../support/until.js';
 
 /** Slow clients come from here; the well-behaved one from 127.0.0.1. */
 const ATTACKER = '127.0.0.2';
@@ -102,9 +103,13 @@ test('on the mutual-TLS listener one address holds at most listen.maxConnections
       return connection;
     }),
   );
+  // The listener closes the excess as each is accepted; on a loaded machine their closes may
+  // take a while to arrive. Then what stays open is the budget, no fewer.
+  const openNow = () => fromOneHost.filter((connection) => !connection.socket.destroyed).length;
+  await until('the connections over the budget to be closed', async () => openNow() <= 4);
   await sleep(500);
-  const stillOpen = fromOneHost.filter((connection) => !connection.socket.destroyed).length;
-  assert.equal(stillOpen, 4, `${30 - stillOpen} of 30 connections from one host are closed at once`);
+  const stillOpen = openNow();
+  assert.equal(stillOpen, 4, `${30 - stillOpen} of 30 connections from one host are closed`);
 
   // Another address gets its TLS handshake and an answer (a JSON refusal: no certificate).
   const other = connectTls({ ...target, rejectUnauthorized: false });
