@@ -9,6 +9,7 @@ import {
   type DisconnectForm,
   type ServerConfigForm,
 } from '../protocol/node-api.js';
+import { fetchFailureReason } from '../shared/error-message.js';
 import type { NodeNumber } from '../shared/ids.js';
 import type { Secret } from '../shared/secret.js';
 import { parseServerConfig, type NodeServerConfig } from './node-assignment.js';
@@ -229,7 +230,7 @@ export class PortalClient {
         if (attempt < 2 && !(error instanceof Error && error.name === 'TimeoutError')) continue;
         // origin + path only: credentials or a query in apiUrl stay out of the logs.
         throw new PortalRequestError(
-          `cannot reach the portal at ${url.origin}${url.pathname}: ${describeFetchError(error)}`,
+          `cannot reach the portal at ${url.origin}${url.pathname}: ${fetchFailureReason(error)}`,
           null,
         );
       }
@@ -252,11 +253,4 @@ function errorText(body: string): string {
     // Not JSON: fall through to the raw text.
   }
   return body.slice(0, MAX_ERROR_TEXT) || '(empty body)';
-}
-
-function describeFetchError(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  // undici hides the reason (ECONNREFUSED, timeout) in `cause`.
-  const cause = error.cause instanceof Error ? `: ${error.cause.message}` : '';
-  return `${error.message}${cause}`;
 }

@@ -6,6 +6,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { AdminApiClient, AdminApiError } from '../admin-client/admin-api-client.js';
 import { ConfigError } from '../config/config-error.js';
+import { fetchFailureReason } from '../shared/error-message.js';
 import { ATTRIBUTION_COMMANDS, LEGAL_HOLD_COMMANDS } from './admin/accountability.js';
 import { ADMIN_KEY_COMMANDS } from './admin/admin-keys.js';
 import { type AdminCommand, type AdminFlags, type Output, UsageError } from './admin/command.js';
@@ -313,9 +314,7 @@ function reportFailure(error: unknown, json: boolean, out: Output): number {
   if (error instanceof ConfigError) return say(ADMIN_EXIT.usage, error.message);
   // fetch failed: refused, no route, a name that does not resolve, TLS, timeout.
   if (error instanceof Error && (error.name === 'TimeoutError' || error.message === 'fetch failed')) {
-    const cause = (error as { cause?: unknown }).cause;
-    const detail = cause instanceof Error ? cause.message : error.message;
-    return say(ADMIN_EXIT.unreachable, `cannot reach the portal: ${detail}`);
+    return say(ADMIN_EXIT.unreachable, `cannot reach the portal: ${fetchFailureReason(error)}`);
   }
   throw error;
 }

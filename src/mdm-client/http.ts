@@ -2,6 +2,7 @@
 // answer, JSON parsed with zod at the edge, and errors that name the URL and status but never a
 // secret (tokens and client secrets travel only in headers and bodies, which are never quoted).
 import { z } from 'zod';
+import { fetchFailureReason } from '../shared/error-message.js';
 import { AnswerTooLargeError, readResponseWithin } from '../shared/limited-body.js';
 
 const TOKEN_ANSWER = z.object({ access_token: z.string().min(1) });
@@ -23,9 +24,7 @@ export async function requestJson<T>(url: string, init: RequestInit, schema: z.Z
   try {
     response = await fetch(url, { ...init, redirect: 'error', signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
   } catch (error) {
-    throw new MdmInventoryError(
-      `${init.method ?? 'GET'} ${where}: ${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}`,
-    );
+    throw new MdmInventoryError(`${init.method ?? 'GET'} ${where}: ${fetchFailureReason(error)}`);
   }
   if (!response.ok) {
     await response.body?.cancel();

@@ -299,6 +299,15 @@ test('exit codes: 1 with the portal message when it refuses, 2 for a usage mista
   });
   assert.equal(unreachable.code, 3);
   assert.match(unreachable.stderr, /^vpn-portal admin: cannot reach the portal: .*ECONNREFUSED/);
+  // A port fetch never connects to, whatever listens there: said in words, not undici's "bad port".
+  const blockedPort = await runCli(['admin', 'users'], {
+    env: { ...adminCommandEnv(portal), VPN_PORTAL_URL: 'http://127.0.0.1:10080/vpn-user-portal/' },
+  });
+  assert.equal(blockedPort.code, 3);
+  assert.match(
+    blockedPort.stderr,
+    /cannot reach the portal: bad port \(fetch never connects to a port the Fetch standard blocks/,
+  );
   const help = await runCli(['admin', '--help']);
   assert.equal(help.code, 0);
   assert.match(help.stdout, /delete-connection USER CONNECTION_ID/);
