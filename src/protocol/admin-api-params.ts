@@ -62,12 +62,15 @@ const DURATION_TEXT_REFUSAL = {
   abort: true,
 };
 
+/** The most items a listing's page holds (its `limit`), and the most uses an enrollment token takes. */
+export const MAX_PAGE_SIZE = 1000;
+
 /** A count of 1 to 1,000, in digits. */
 const oneToThousand = z
   .string()
   .regex(/^[1-9]\d{0,3}$/)
   .transform(Number)
-  .refine((value) => value <= 1000);
+  .refine((value) => value <= MAX_PAGE_SIZE);
 
 /** Length in characters (code points), as the reference counts multibyte characters once. */
 const lengthBetween = (min: number, max: number) => (value: string) => {

@@ -1,6 +1,7 @@
 // `vpn-portal admin` commands about users: who has a configuration, who is disabled, and
 // disabling, enabling, destroying a user or deleting their authorizations.
 import type { AdminApiClient } from '../../admin-client/admin-api-client.js';
+import { MAX_PAGE_SIZE } from '../../protocol/admin-api-params.js';
 import { formatTable } from '../table.js';
 import type { AdminCommand } from './command.js';
 import { revokingCommand } from './revocations.js';
@@ -42,16 +43,13 @@ async function everyUser(
   const directoryInactive = new Set<string>();
   let cursor: string | undefined;
   do {
-    const page = await client.usersPage({ disabled, limit: MAX_PAGE, ...(cursor === undefined ? {} : { cursor }) });
+    const page = await client.usersPage({ disabled, limit: MAX_PAGE_SIZE, ...(cursor === undefined ? {} : { cursor }) });
     users.push(...page.users);
     for (const user of page.directory_inactive) directoryInactive.add(user);
     cursor = page.next_cursor ?? undefined;
   } while (cursor !== undefined);
   return { users, directoryInactive };
 }
-
-/** The largest page the listings give. */
-const MAX_PAGE = 1000;
 
 /** Changes to a user: each takes the user's id. */
 export const USER_CHANGE_COMMANDS: Readonly<Record<string, AdminCommand>> = {
