@@ -43,7 +43,11 @@ async function everyUser(
   const directoryInactive = new Set<string>();
   let cursor: string | undefined;
   do {
-    const page = await client.usersPage({ disabled, limit: MAX_PAGE_SIZE, ...(cursor === undefined ? {} : { cursor }) });
+    const page = await client.usersPage({
+      disabled,
+      limit: MAX_PAGE_SIZE,
+      ...(cursor === undefined ? {} : { cursor }),
+    });
     users.push(...page.users);
     for (const user of page.directory_inactive) directoryInactive.add(user);
     cursor = page.next_cursor ?? undefined;
