@@ -12,8 +12,9 @@
 // would retire more than crlMaxRetire of the live devices at once retires none until an
 // administrator confirms it (`vpn-portal mdm confirm-crl`). Until a URL source gives a list that
 // checks certificates (believed, or lent to enrollment), certificate enrollment waits (503) and
-// the source is read every few seconds. A device concern, not an HTTP one: the enrollment
-// listeners only read the lists this puts in the verifier they share.
+// the source is read every few seconds; a list past its nextUpdate, believed or lent, keeps its
+// CA's certificates waiting (503) until a current one checks them. A device concern, not an HTTP
+// one: the enrollment listeners only read the lists this puts in the verifier they share.
 import { readFile } from 'node:fs/promises';
 import type { ClientCertificateConfig, CrlSource } from '../../config/portal-config.js';
 import {
@@ -332,41 +333,49 @@ export class RevocationListRefresher {
   }
 
   /**
-   * The sources whose list in force is of a CA of the chain of `authorities` and past its
-   * nextUpdate, while no current list of that CA is in force from another source: no newer list
-   * could be read (the distribution point down, or its answers withheld on the way), so a
-   * revocation published since may be missing, and such a list proves nothing about now. Their
-   * certificates wait, as for a first list, rather than enroll on a list the CA replaced.
+   * The sources whose list in force, or list lent to enrollment, is of a CA of the chain of
+   * `authorities` and past its nextUpdate, while no current list of that CA (in force or lent,
+   * from any source) checks it: no newer list could be read (the distribution point down, or its
+   * answers withheld on the way), so a revocation published since may be missing, and such a list
+   * proves nothing about now. Their certificates wait, as for a first list, rather than enroll on
+   * a list the CA replaced. A lent list counts as one in force: it was current when lent, and
+   * ends only when a list of its CA is believed, which a withheld source never gives.
    */
   async expiredFor(
     authorities: readonly CaCertificate[],
     now: Date,
   ): Promise<{ readonly location: string; readonly nextUpdate: Date }[]> {
+    const lists = this.#enrollmentLists();
     const expired: { location: string; nextUpdate: Date; authority: CaCertificate }[] = [];
-    for (const [index, list] of this.#inForce.entries()) {
-      const nextUpdate = list?.crl.nextUpdate;
-      if (list === null || list === undefined || nextUpdate === undefined || nextUpdate.getTime() >= now.getTime())
-        continue;
+    for (const { index, crl } of lists) {
+      const nextUpdate = crl.nextUpdate;
+      if (nextUpdate === undefined || nextUpdate.getTime() >= now.getTime()) continue;
       for (const authority of authorities)
-        if (list.crl.issuer === authority.subject && (await crlSignedBy(list.crl, [authority])))
+        if (crl.issuer === authority.subject && (await crlSignedBy(crl, [authority])))
           expired.push({ location: this.#config.crlSources[index]?.location ?? '', nextUpdate, authority });
     }
     const current = async (authority: CaCertificate): Promise<boolean> => {
-      for (const list of this.#inForce)
-        if (
-          list !== null &&
-          list !== undefined &&
-          list.crl.issuer === authority.subject &&
-          notCurrent(list.crl, now) === null &&
-          (await crlSignedBy(list.crl, [authority]))
-        )
+      for (const { crl } of lists)
+        if (crl.issuer === authority.subject && notCurrent(crl, now) === null && (await crlSignedBy(crl, [authority])))
           return true;
       return false;
     };
-    const waiting: { location: string; nextUpdate: Date }[] = [];
-    for (const { location, nextUpdate, authority } of expired)
-      if (!(await current(authority))) waiting.push({ location, nextUpdate });
-    return waiting;
+    // A source whose list in force and lent list have both expired is named once, by the later nextUpdate.
+    const waiting = new Map<string, Date>();
+    for (const { location, nextUpdate, authority } of expired) {
+      const named = waiting.get(location);
+      if ((named === undefined || named < nextUpdate) && !(await current(authority))) waiting.set(location, nextUpdate);
+    }
+    return [...waiting].map(([location, nextUpdate]) => ({ location, nextUpdate }));
+  }
+
+  /** The lists that check the chains presented at enrollment, with their source: those in force and those lent. */
+  #enrollmentLists(): { readonly index: number; readonly crl: RevocationList }[] {
+    return this.#config.crlSources.flatMap((_source, index) =>
+      [this.#inForce[index]?.crl ?? null, this.#lent[index] ?? null].flatMap((crl) =>
+        crl === null ? [] : [{ index, crl }],
+      ),
+    );
   }
 
   /** Lists refused since the portal started, by reason. */
@@ -478,7 +487,8 @@ export class RevocationListRefresher {
    * certificate that only this list revokes through. It is held beside the list in force, never
    * in its place, retires nothing, keeps to the CA of the list lent first and is never older than
    * it or the list in force (either would undo a revocation at enrollment), and it ends only when
-   * a list of its CA at least as new is believed.
+   * a list of its CA at least as new is believed. It is current when lent; once past its
+   * nextUpdate it keeps its revocations, and certificates of its CA wait (expiredFor).
    */
   #lendToEnrollment(index: number, crl: RevocationList, now: Date): void {
     if (notCurrent(crl, now) !== null) return;
