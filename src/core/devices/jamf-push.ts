@@ -8,9 +8,14 @@
 // (the portal's `mdm_id`), else its serial, letter case aside (several devices that differ only
 // in case are all suspended by a "left", and none is changed otherwise), and resumed only when
 // the other identifier the event names does not differ from the one it is registered with
-// (another Jamf record sharing its serial). A device registered by its serial alone has no UDID to
-// tell such records apart: with `mdmInventory` of Jamf Pro, the records that hold its serial are
-// looked up before it is resumed or given a UDID, and while several do it is neither (Jamf Pro
+// (another Jamf record sharing its serial), and only by a record of a kind its platform may be (a
+// computer: `macos` or `other`; a mobile device: `ios` or `other`): a virtual machine enrolled
+// with a phone's serial neither resumes the phone, nor records a "joined" for it, nor gives it a
+// UDID, while a "left" of either kind suspends it (a platform is only what the registration says,
+// and a revocation errs on the side of the tunnel going). A device registered by its serial alone
+// has no UDID to tell such records apart: with `mdmInventory` of Jamf Pro, the records that hold
+// its serial, computers and mobile devices alike, are looked up before it is resumed or given a
+// UDID, and while several do it is neither (Jamf Pro
 // unreachable: 503, nothing resumed, the event's suspensions applied); a "left" never waits on it;
 // one the event names by its Jamf id alone (as computer group events may) is looked up in Jamf
 // Pro's inventory with the API client of `mdmInventory` when that is Jamf Pro's, before anything
@@ -29,6 +34,7 @@ import type { JamfPushConfig } from '../../config/portal-config.js';
 import { jamfDevicesById, jamfRecordsWithSerials } from '../../mdm-client/jamf.js';
 import type { JamfDevice, JamfEvent } from '../../protocol/jamf-webhook.js';
 import { messageOf } from '../../shared/error-message.js';
+import type { Platform } from '../../shared/platforms.js';
 import type { Db } from '../../storage/database.js';
 import {
   claimJamfEvent,
@@ -51,6 +57,21 @@ const JAMF_AUTHOR = 'jamf';
  * put in order: it resumes nothing, and its time orders no later event.
  */
 const JAMF_CLOCK_SKEW_MS = 5 * 60_000;
+
+/**
+ * For each kind of Jamf record, the platforms of the devices it may be: Jamf Pro's computers are
+ * Macs, its mobile devices iPhones, iPads and Apple TVs (`ios`); `other` claims neither kind.
+ * Windows, Linux and Android devices are no Jamf Pro record's.
+ */
+const PLATFORMS_OF_KIND: Readonly<Record<'computer' | 'mobile', readonly Platform[]>> = {
+  computer: ['macos', 'other'],
+  mobile: ['ios', 'other'],
+};
+
+/** Whether a Jamf record of this kind may be the device, by the platform it is registered with. */
+function ofKind(device: StoredDevice, kind: 'computer' | 'mobile'): boolean {
+  return PLATFORMS_OF_KIND[kind].includes(device.platform);
+}
 
 /** What the receiver counted since the portal started (the metrics read it). */
 export class JamfPushCounts {
@@ -98,7 +119,7 @@ export async function applyJamfEvent(
     // Several devices that differ only in letter case: which one Jamf Pro means cannot be told.
     if (device === undefined || others.length > 0) return { ...outcome, unknown: 1 };
     const refreshed = await refreshIdentifiers(ctx, device, event.device);
-    if (refreshed === 'shared-serial') return { ...outcome, unknown: 1 };
+    if (typeof refreshed !== 'boolean') return { ...outcome, unknown: 1 };
     return { ...outcome, refreshed: refreshed ? 1 : 0, unchanged: refreshed ? 0 : 1 };
   }
   const allowed = config.allowedGroups[event.devices];
@@ -229,7 +250,7 @@ async function resumeJoined(
       named.push({
         entry,
         device,
-        refused: refusedResume(device, devices.length, entry, joined.leaving, joined.ahead),
+        refused: refusedResume(device, devices.length, entry, event.devices, joined),
       });
   }
   // A serial-only device the event would resume (or record the event's time for): which Jamf
@@ -242,7 +263,7 @@ async function resumeJoined(
       ? [entry.serial]
       : [],
   );
-  const holders = await recordsHoldingSerials(ctx, event.devices, serials);
+  const holders = await recordsHoldingSerials(ctx, serials);
   if (holders.unreadable !== null)
     throw unreadableJamf(tally.suspended + tally.unchanged, holders.unreadable, 'serials');
   for (const { entry, device, refused } of named) {
@@ -257,6 +278,7 @@ async function resumeJoined(
     ctx.logger.warn(
       {
         deviceId: device.deviceId,
+        platform: device.platform,
         udid: entry.udid,
         serial: entry.serial,
         ...(refusal === sharedSerial ? { jamfRecords: records } : {}),
@@ -284,14 +306,14 @@ const sharedSerial: Refusal = {
 /**
  * Why a device the event names among those that joined is not resumed (and whether it counts as
  * unknown), or null to resume it. `matching`: how many live devices the entry names, letter case
- * aside.
+ * aside; `kind`: the kind of the event's records.
  */
 function refusedResume(
   device: StoredDevice,
   matching: number,
   named: JamfDevice,
-  leaving: ReadonlySet<string>,
-  ahead: boolean,
+  kind: 'computer' | 'mobile',
+  { leaving, ahead }: Pick<JoinedContext, 'leaving' | 'ahead'>,
 ): Refusal | null {
   if (leaving.has(device.deviceId))
     return {
@@ -304,6 +326,13 @@ function refusedResume(
       unknown: true,
       message:
         'Jamf Pro named a device that joined an allowed smart group that several live devices match, letter case aside; none is resumed',
+    };
+  // A computer record that shares a phone's serial (a virtual machine enrolled with it) is not
+  // the phone, nor a mobile device record a Mac.
+  if (!ofKind(device, kind))
+    return {
+      unknown: true,
+      message: `Jamf Pro named, among the ${kind === 'computer' ? 'computers' : 'mobile devices'} that joined an allowed smart group, a device registered with a platform no such Jamf record has; not resumed`,
     };
   if (contradicts(device, named))
     return {
@@ -370,23 +399,27 @@ function unreadableJamf(suspended: number, why: string, lookup: 'ids' | 'serials
 }
 
 /**
- * How many records of Jamf Pro's inventory hold each of these serials (keyed in capitals), when
- * `mdmInventory` is Jamf Pro's (else none is looked up: a serial is taken as naming the device
- * registered with it). `unreadable` says why Jamf Pro could not be read.
+ * How many records of Jamf Pro's inventory, computers and mobile devices together, hold each of
+ * these serials (keyed in capitals), when `mdmInventory` is Jamf Pro's (else none is looked up: a
+ * serial is taken as naming the device registered with it). Both kinds count: a serial held by a
+ * computer and a mobile device is shared (one of them is not what it says), and a device's
+ * platform is only what its registration says. `unreadable` says why Jamf Pro could not be read.
  */
 async function recordsHoldingSerials(
   ctx: PortalContext,
-  kind: 'computer' | 'mobile',
   serials: readonly string[],
 ): Promise<{ readonly counts: ReadonlyMap<string, number>; readonly unreadable: string | null }> {
   const source = ctx.config.mdmInventory?.source;
   if (serials.length === 0 || source?.provider !== 'jamf') return { counts: new Map(), unreadable: null };
+  const counts = new Map<string, number>();
   try {
-    const records = await jamfRecordsWithSerials(source, kind, serials);
-    return { counts: new Map([...records].map(([serial, udids]) => [serial, udids.length])), unreadable: null };
+    for (const kind of ['computer', 'mobile'] as const)
+      for (const [serial, udids] of await jamfRecordsWithSerials(source, kind, serials))
+        counts.set(serial, (counts.get(serial) ?? 0) + udids.length);
   } catch (error) {
     return { counts: new Map(), unreadable: messageOf(error) };
   }
+  return { counts, unreadable: null };
 }
 
 /**
@@ -538,18 +571,27 @@ async function resumeForGroup(
 }
 
 /**
- * Fills in the UDID (mdm_id) or serial the device lacks; true when one was written. A device
- * registered by its serial alone given a UDID is bound to that Jamf record for good: not while
- * Jamf Pro's inventory (when `mdmInventory` is Jamf Pro's) holds several records with its serial
- * (`shared-serial`, nothing written); Jamf Pro unreadable, the delivery fails (503).
+ * Fills in the UDID (mdm_id) or serial the device lacks; true when one was written. Nothing is
+ * written to a device registered with a platform no Jamf computer has (`other-kind`: a virtual
+ * machine enrolled with a phone's serial is not the phone). A device registered by its serial
+ * alone given a UDID is bound to that Jamf record for good: not while Jamf Pro's inventory (when
+ * `mdmInventory` is Jamf Pro's) holds several records with its serial (`shared-serial`, nothing
+ * written); Jamf Pro unreadable, the delivery fails (503).
  */
 async function refreshIdentifiers(
   ctx: PortalContext,
   device: StoredDevice,
   named: JamfDevice,
-): Promise<boolean | 'shared-serial'> {
+): Promise<boolean | 'shared-serial' | 'other-kind'> {
+  if (!ofKind(device, 'computer')) {
+    ctx.logger.warn(
+      { deviceId: device.deviceId, platform: device.platform, udid: named.udid, serial: named.serial },
+      "Jamf Pro's inventory of a computer named a device registered with a platform no Jamf computer has; nothing is written",
+    );
+    return 'other-kind';
+  }
   if (device.mdmId === null && named.udid !== null && named.serial !== null) {
-    const holders = await recordsHoldingSerials(ctx, 'computer', [named.serial]);
+    const holders = await recordsHoldingSerials(ctx, [named.serial]);
     if (holders.unreadable !== null) throw unreadableJamf(0, holders.unreadable, 'serials');
     const records = holders.counts.get(named.serial.toUpperCase()) ?? 0;
     if (records > 1) {

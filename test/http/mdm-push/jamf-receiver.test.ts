@@ -54,8 +54,13 @@ async function jamfPortal(
   return { portal, receiver: `${portal.portal.url}/vpn-user-portal/mdm/jamf` };
 }
 
-function register(portal: TestPortal, identifiers: { serial?: string; mdm_id?: string }): Promise<DeviceInfo> {
-  return portal.admin.registerDevice({ user_id: 'alice', profile_id: 'employees', platform: 'macos', ...identifiers });
+/** Registers one of alice's devices: a Mac, or a phone (`ios`), which only mobile device groups resume. */
+function register(
+  portal: TestPortal,
+  identifiers: { serial?: string; mdm_id?: string },
+  platform: 'macos' | 'ios' = 'macos',
+): Promise<DeviceInfo> {
+  return portal.admin.registerDevice({ user_id: 'alice', profile_id: 'employees', platform, ...identifiers });
 }
 
 async function historyOf(portal: TestPortal, deviceId: string): Promise<string[]> {
@@ -124,10 +129,10 @@ test('a delivery from an address outside mdmPush.jamf.allowList is refused with 
 
 test('leaving the allowed group suspends, joining it resumes only that suspension, and a repeated delivery changes nothing', async (t) => {
   const { portal, receiver } = await jamfPortal(t);
-  const phone = await register(portal, { serial: 'F2LPHONE01', mdm_id: 'UDID-PHONE-1' });
-  const bySerial = await register(portal, { serial: 'F2LPHONE02' });
-  const byAdministrator = await register(portal, { mdm_id: 'UDID-PHONE-3' });
-  const outsider = await register(portal, { mdm_id: 'UDID-PHONE-4' });
+  const phone = await register(portal, { serial: 'F2LPHONE01', mdm_id: 'UDID-PHONE-1' }, 'ios');
+  const bySerial = await register(portal, { serial: 'F2LPHONE02' }, 'ios');
+  const byAdministrator = await register(portal, { mdm_id: 'UDID-PHONE-3' }, 'ios');
+  const outsider = await register(portal, { mdm_id: 'UDID-PHONE-4' }, 'ios');
   await portal.admin.suspendDevice({ device_id: byAdministrator.device_id, reason: 'lost' });
   const members = [
     { jssID: 1, udid: 'UDID-PHONE-1', serialNumber: 'F2LPHONE01' },
@@ -329,7 +334,7 @@ test("devices named by their Jamf id alone are looked up in Jamf Pro's inventory
   const { portal, receiver } = await jamfPortal(t, {}, jamf);
   const mac = await register(portal, { mdm_id: 'UDID-MAC-41' });
   const otherMac = await register(portal, { serial: 'C02ID0043' });
-  const phone = await register(portal, { serial: 'F2LID0041' });
+  const phone = await register(portal, { serial: 'F2LID0041' }, 'ios');
 
   // Jamf id 41 is a computer here: the phone with the same id stays; 99 is no device of Jamf's.
   const left = await deliver(receiver, groupChangeByIds('computer', ALLOWED_GROUP, { removed: [41, 43, 99] }));
@@ -435,7 +440,7 @@ test('a "joined the group" delivery older than the "left" one applied changes no
 
 test('a device registered with its UDID in lower case is suspended when Jamf Pro names it in upper case', async (t) => {
   const { portal, receiver } = await jamfPortal(t);
-  const phone = await register(portal, { mdm_id: '5d8a7e1f0c3b2a49e6f7d8c9b0a1e2f3d4c5b6a7' });
+  const phone = await register(portal, { mdm_id: '5d8a7e1f0c3b2a49e6f7d8c9b0a1e2f3d4c5b6a7' }, 'ios');
   const named = { jssID: 3, udid: '5D8A7E1F0C3B2A49E6F7D8C9B0A1E2F3D4C5B6A7' };
 
   const left = await deliver(receiver, groupChange('mobile', MOBILE_GROUP, { removed: [named] }));
@@ -450,7 +455,7 @@ test('a device registered with its UDID in lower case is suspended when Jamf Pro
 
 test("a mobile device group that shares the allowed computer group's id neither suspends nor resumes a phone", async (t) => {
   const { portal, receiver } = await jamfPortal(t);
-  const phone = await register(portal, { serial: 'F2LPHONE12', mdm_id: 'UDID-PHONE-12' });
+  const phone = await register(portal, { serial: 'F2LPHONE12', mdm_id: 'UDID-PHONE-12' }, 'ios');
   const named = { jssID: 8, udid: 'UDID-PHONE-12', serialNumber: 'F2LPHONE12' };
   assert.equal(
     (await deliver(receiver, groupChange('mobile', MOBILE_GROUP, { removed: [named] }))).body['suspended'],
@@ -587,8 +592,8 @@ test('a "left" and a "joined" of one device with the same eventTimestamp leave i
 
 test('one event that names a device among those that left and, by another identifier, among those that joined leaves it suspended', async (t) => {
   const { portal, receiver } = await jamfPortal(t);
-  const dated = await register(portal, { serial: 'F2LBOTH01', mdm_id: 'UDID-BOTH-1' });
-  const undated = await register(portal, { serial: 'F2LBOTH02', mdm_id: 'UDID-BOTH-2' });
+  const dated = await register(portal, { serial: 'F2LBOTH01', mdm_id: 'UDID-BOTH-1' }, 'ios');
+  const undated = await register(portal, { serial: 'F2LBOTH02', mdm_id: 'UDID-BOTH-2' }, 'ios');
   for (const [device, serial, udid] of [
     [dated, 'F2LBOTH01', 'UDID-BOTH-1'],
     [undated, 'F2LBOTH02', 'UDID-BOTH-2'],

@@ -4,7 +4,9 @@
 // given a UDID. Two records: a "joined" naming either resumes nothing (counted unknown) and a
 // `ComputerInventoryCompleted` writes no UDID; one record: as ever. A "left" suspends without
 // any look-up; Jamf Pro unreadable, a "joined" of such a device is a 503 that resumes nothing,
-// the delivery's suspensions applied all the same.
+// the delivery's suspensions applied all the same. A record of the other kind (a virtual machine
+// with a phone's serial) never resumes or binds the device, and a serial held by records of
+// both kinds counts as shared; its "left" still suspends.
 import assert from 'node:assert/strict';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -92,8 +94,10 @@ test('a virtual machine that shares a suspended laptop registered by its serial 
   assert.equal(joined.body['resumed'], 0);
   assert.equal(joined.body['unknown'], 1);
   assert.equal(await state(laptop), 'suspended', 'a virtual machine joining does not bring the laptop back');
+  // Both kinds are asked: a serial a mobile device record held too would be shared as well.
   assert.deepEqual(serialLookups(), [
     `/jamf/api/v1/computers-inventory?section=HARDWARE&sort=id%3Aasc&filter=${encodeURIComponent('hardware.serialNumber=="C02SHARED07"')}&page=0&page-size=200`,
+    `/jamf/api/v2/mobile-devices/detail?section=GENERAL&section=HARDWARE&filter=${encodeURIComponent('serialNumber=="C02SHARED07"')}&page=0&page-size=200`,
   ]);
 
   // The virtual machine's record is deleted in Jamf Pro; the laptop, the one record left with
@@ -186,9 +190,109 @@ test('a phone registered by its serial alone is not resumed by a mobile device g
   assert.equal(joined.status, 200, JSON.stringify(joined.body));
   assert.equal(joined.body['unknown'], 1);
   assert.equal(await state(phone), 'suspended');
-  assert.equal(serialLookups().length, 1);
+  assert.equal(serialLookups().length, 2);
   assert.match(
-    serialLookups()[0] ?? '',
+    serialLookups()[1] ?? '',
     /^\/jamf\/api\/v2\/mobile-devices\/detail\?section=GENERAL&section=HARDWARE&filter=/,
   );
+});
+
+/** A phone's record, and a virtual machine's (a computer record) enrolled with the phone's serial. */
+const PHONE = { id: 'UDID-PHONE-5', serial: 'F17PHONE005', kind: 'mobile', jamfId: '5' } as const;
+const PHONE_VM = { id: 'UDID-VM-9', serial: 'F17PHONE005', kind: 'computer', jamfId: '9' } as const;
+
+/** A phone of alice's registered by its serial alone, and suspended: its record left the allowed mobile device group. */
+async function suspendedPhone(receiver: string, portal: TestPortal): Promise<{ readonly device_id: string }> {
+  const phone = await portal.admin.registerDevice({
+    user_id: 'alice',
+    profile_id: 'employees',
+    platform: 'ios',
+    serial: PHONE.serial,
+  });
+  const left = await deliver(
+    receiver,
+    groupChange('mobile', PHONE_GROUP, { removed: [{ jssID: 5, udid: PHONE.id, serialNumber: PHONE.serial }] }),
+  );
+  assert.equal(left.body['suspended'], 1);
+  assert.equal((await portal.admin.device(phone.device_id)).state, 'suspended');
+  return phone;
+}
+
+test("a virtual machine enrolled with a suspended phone's serial neither resumes the phone by joining a computer group nor binds it by its inventory", async (t) => {
+  const { portal, jamf, receiver, state, serialLookups } = await sharedSerialPortal(t);
+  jamf.devices = [PHONE, PHONE_VM];
+  const phone = await suspendedPhone(receiver, portal);
+
+  // The virtual machine joins the allowed computer group: a computer is no phone.
+  const joined = await deliver(
+    receiver,
+    groupChange('computer', ALLOWED_GROUP, { added: [{ jssID: 9, udid: PHONE_VM.id, serialNumber: PHONE_VM.serial }] }),
+  );
+  assert.equal(joined.status, 200, JSON.stringify(joined.body));
+  assert.equal(joined.body['resumed'], 0);
+  assert.equal(joined.body['unknown'], 1);
+  assert.equal(await state(phone), 'suspended', 'a computer joining its group does not bring the phone back');
+  assert.deepEqual(serialLookups(), [], 'refused for its kind before Jamf Pro is asked');
+
+  // Its inventory gives the phone nothing: were it bound to the virtual machine's UDID, the
+  // virtual machine's group would decide the phone's state from then on.
+  const inventory = await deliver(
+    receiver,
+    inventoryCompleted({ jssID: 9, udid: PHONE_VM.id, serialNumber: PHONE_VM.serial }),
+  );
+  assert.equal(inventory.status, 200, JSON.stringify(inventory.body));
+  assert.equal(inventory.body['refreshed'], 0);
+  assert.equal(inventory.body['unknown'], 1);
+  assert.equal((await portal.admin.device(phone.device_id)).mdm_id, null, 'not bound to the virtual machine');
+
+  // The phone's own record joins its group, but Jamf Pro holds a computer record with its serial
+  // too (the phone could be registered with the wrong platform): which one it is cannot be told.
+  const own = groupChange('mobile', PHONE_GROUP, { added: [{ jssID: 5, udid: PHONE.id, serialNumber: PHONE.serial }] });
+  const shared = await deliver(receiver, own);
+  assert.equal(shared.status, 200, JSON.stringify(shared.body));
+  assert.equal(shared.body['resumed'], 0);
+  assert.equal(shared.body['unknown'], 1);
+  assert.equal(await state(phone), 'suspended', 'a serial held by records of both kinds is shared');
+  assert.equal(serialLookups().length, 2, 'both the computers and the mobile devices are asked');
+
+  // With the virtual machine's record deleted in Jamf Pro, the phone's own "joined" resumes it.
+  jamf.devices = [PHONE];
+  const back = await deliver(receiver, own);
+  assert.equal(back.status, 200, JSON.stringify(back.body));
+  assert.equal(back.body['resumed'], 1);
+  assert.equal(await state(phone), 'registered');
+});
+
+test("without mdmInventory of Jamf Pro a virtual machine enrolled with a suspended phone's serial still neither resumes nor binds the phone", async (t) => {
+  const folder = secretsFolder();
+  t.after(() => rmSync(folder, { recursive: true, force: true }));
+  const allowed = [
+    { kind: 'computer', id: ALLOWED_GROUP.id },
+    { kind: 'mobileDevice', id: PHONE_GROUP.id },
+  ] as const;
+  const portal = await startTestPortal({ config: { mdmPush: { jamf: jamfPushOption(folder, [...allowed]) } } });
+  t.after(() => portal.close());
+  const receiver = `${portal.portal.url}/vpn-user-portal/mdm/jamf`;
+  const phone = await suspendedPhone(receiver, portal);
+
+  const vm = { jssID: 9, udid: PHONE_VM.id, serialNumber: PHONE_VM.serial };
+  const joined = await deliver(receiver, groupChange('computer', ALLOWED_GROUP, { added: [vm] }));
+  assert.equal(joined.status, 200, JSON.stringify(joined.body));
+  assert.equal(joined.body['resumed'], 0);
+  assert.equal((await portal.admin.device(phone.device_id)).state, 'suspended');
+  const inventory = await deliver(receiver, inventoryCompleted(vm));
+  assert.equal(inventory.body['refreshed'], 0);
+  assert.equal((await portal.admin.device(phone.device_id)).mdm_id, null);
+
+  // A "left" of the virtual machine still takes the phone found by the serial: the platform is
+  // what the registration says, and a revocation errs on the side of the tunnel going. The
+  // phone's own record joining its group brings it back.
+  await deliver(
+    receiver,
+    groupChange('mobile', PHONE_GROUP, { added: [{ jssID: 5, udid: PHONE.id, serialNumber: PHONE.serial }] }),
+  );
+  assert.equal((await portal.admin.device(phone.device_id)).state, 'registered');
+  const vmLeft = await deliver(receiver, groupChange('computer', ALLOWED_GROUP, { removed: [vm] }));
+  assert.equal(vmLeft.body['suspended'], 1);
+  assert.equal((await portal.admin.device(phone.device_id)).suspension?.reason, 'jamf-group');
 });
