@@ -6,7 +6,7 @@
 // is its hardware serial number; its id (for `mdm_id`) is its UDID, unique across both kinds
 // (Jamf's numeric ids are not: a computer and a phone may both be 1). The same lists give the
 // UDID and serial of the devices a webhook names by their Jamf ids alone (jamfDevicesById). The
-// records that hold one serial (jamfRecordsWithSerial) are read with the Jamf Pro API's RSQL
+// records that hold one serial (jamfRecordsWithSerials) are read with the Jamf Pro API's RSQL
 // `filter`: `hardware.serialNumber` of `/api/v1/computers-inventory`, `serialNumber` of
 // `/api/v2/mobile-devices/detail` (the mobile devices' list takes no filter).
 import { z } from 'zod';
