@@ -100,9 +100,12 @@ export type DeviceRef = Pick<StoredDevice, 'deviceId' | 'userId' | 'profileId' |
 /**
  * Why a session ended: the device went quiet (WireGuard's 3 minutes without a handshake), roamed
  * to another address (a new session follows), its peer was removed by the portal, its peer
- * vanished from the node, or the OpenVPN client disconnected.
+ * vanished from the node, the OpenVPN client disconnected, or the node gave the OpenVPN
+ * session's address to a newer connection before the session's end was heard (`replaced`: its
+ * counters are not known yet; its disconnect report, should it come, brings them to its history
+ * row alone).
  */
-export type SessionEndCause = 'idle' | 'roamed' | 'removed' | 'lost' | 'disconnected';
+export type SessionEndCause = 'idle' | 'roamed' | 'removed' | 'lost' | 'disconnected' | 'replaced';
 
 /** A session as its start recorded it. */
 export interface SessionDetails {

@@ -1,9 +1,11 @@
 // The connection log (`connection_log`, reference §9): a row opens when a client connects and
-// closes, with the byte counts, when it disconnects. Written in the same transaction as the
-// event, so the history never claims a connection the portal did not allow. The client's own
-// address is kept past the session only when `Log.originatingIp` says so, or a legal hold keeps
-// the user's records: the open session needs it (roaming, the session's end event), a closed one
-// only for looking people up by it, which is what a hold is for.
+// closes, with the byte counts, when it disconnects (a session whose address went to the next
+// connection before its end was heard closes then, its counters coming with its late disconnect
+// report). Written in the same transaction as the event, so the history never claims a
+// connection the portal did not allow. The client's own address is kept past the session only
+// when `Log.originatingIp` says so, or a legal hold keeps the user's records: the open session
+// needs it (roaming, the session's end event), a closed one only for looking people up by it,
+// which is what a hold is for.
 import type { PortalEvents } from '../core/events.js';
 import { formatAtom } from '../shared/time.js';
 import { closeConnection, openConnection } from '../storage/connection-log.js';
@@ -31,8 +33,10 @@ export function writeConnectionLog(events: PortalEvents, options: { readonly kee
         connectionId: event.connectionId,
         nodeNumber: event.nodeNumber,
         disconnectedAt: event.at,
-        bytesIn: event.bytesIn,
-        bytesOut: event.bytesOut,
+        // A session the next connection on its address ended before its end was heard has no
+        // counters yet (unknown, not none): its disconnect report, if it comes, fills them in.
+        bytesIn: event.cause === 'replaced' ? null : event.bytesIn,
+        bytesOut: event.cause === 'replaced' ? null : event.bytesOut,
         // A hold suspends the blanking as it suspends the housekeeping's: the address is then
         // blanked by originatingIpRetention once the hold ended.
         forgetOriginatingIp:

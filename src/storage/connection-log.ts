@@ -81,8 +81,9 @@ export async function closeConnection(
     connectionId: string;
     nodeNumber: NodeNumber;
     disconnectedAt: Date;
-    bytesIn: number;
-    bytesOut: number;
+    /** Null: not known yet (see recordLateCounters). */
+    bytesIn: number | null;
+    bytesOut: number | null;
     /** Blank the client's own address: it is not to be kept past the session. */
     forgetOriginatingIp?: boolean;
     /** The session's IPv4 client address, when known: only the rows of that session close. */
@@ -279,37 +280,105 @@ export async function lastSessionEnds(db: Db, connectionIds: readonly string[]):
   return new Map(rows.flatMap((row) => (row.ended === null ? [] : [[row.connection_id, row.ended] as const])));
 }
 
+/** The session a node's disconnect report names (see reportedSessionOf). */
+export interface ReportedSession extends OpenSession {
+  readonly logId: string;
+  /**
+   * Ended already, before its end was heard, by the connect of the next session on its address
+   * (`replaced`): only its counters are still to come.
+   */
+  readonly replaced: boolean;
+}
+
 /**
- * The open session of one connection on a node (OpenVPN: its Common Name), if any, the latest
- * when there are several. With a client address, only a session of that address, and the
- * oldest of them: the node gave the address to a newer one only once the older had ended, so
- * the end reported is the older's. With `startedBy` (ATOM), only a session that began by then:
- * a session that began later is not the connection whose end is reported (a report repeated
- * after the first one ended that connection and the client connected again).
+ * The session of one connection on a node (OpenVPN: its Common Name) whose end a disconnect
+ * report tells. Without a client address, the latest open one. With one, the oldest of that
+ * address that is open or was ended by the connect of the next session on it before its own end
+ * was heard (closed at that session's start, its counters still null): the node gave the address
+ * to a newer one only once the older had ended, so the end reported is the older's, and a
+ * report that comes after the newer connect is still the older's, not the newer's. With
+ * `startedBy` (ATOM), only a session that began by then: a session that began later is not the
+ * connection whose end is reported (a report repeated after the first one ended that connection
+ * and the client connected again).
  */
-export async function openSessionOf(
+export async function reportedSessionOf(
   db: Db,
   connectionId: string,
   nodeNumber: NodeNumber,
   ipFour?: string,
   startedBy?: string,
-): Promise<OpenSession | undefined> {
+): Promise<ReportedSession | undefined> {
   let query = db
-    .selectFrom('connection_log')
-    .select(OPEN_SESSION_COLUMNS)
-    .where('connection_id', '=', connectionId)
-    .where('node_number', '=', nodeNumber)
-    .where('disconnected_at', 'is', null);
-  if (startedBy !== undefined) query = query.where('connected_at', '<=', startedBy);
+    .selectFrom('connection_log as row')
+    .select([...OPEN_SESSION_COLUMNS.map((column) => `row.${column}` as const), 'row.log_id', 'row.disconnected_at'])
+    .where('row.connection_id', '=', connectionId)
+    .where('row.node_number', '=', nodeNumber);
+  if (startedBy !== undefined) query = query.where('row.connected_at', '<=', startedBy);
   const row =
     ipFour === undefined
-      ? await query.orderBy('connected_at', 'desc').orderBy('log_id', 'desc').executeTakeFirst()
+      ? await query
+          .where('row.disconnected_at', 'is', null)
+          .orderBy('row.connected_at', 'desc')
+          .orderBy('row.log_id', 'desc')
+          .executeTakeFirst()
       : await query
-          .where('ip_four', '=', canonicalAddressOrSame(ipFour))
-          .orderBy('connected_at')
-          .orderBy('log_id')
+          .where('row.ip_four', '=', canonicalAddressOrSame(ipFour))
+          .where((eb) =>
+            eb.or([
+              eb('row.disconnected_at', 'is', null),
+              eb.and([
+                eb('row.bytes_in', 'is', null),
+                eb.exists(
+                  eb
+                    .selectFrom('connection_log as next')
+                    .select('next.log_id')
+                    .whereRef('next.node_number', '=', 'row.node_number')
+                    .whereRef('next.ip_four', '=', 'row.ip_four')
+                    .whereRef('next.connected_at', '=', 'row.disconnected_at')
+                    .whereRef('next.log_id', '!=', 'row.log_id'),
+                ),
+              ]),
+            ]),
+          )
+          .orderBy('row.connected_at')
+          .orderBy('row.log_id')
           .executeTakeFirst();
-  return row === undefined ? undefined : toOpenSession(row);
+  return row === undefined
+    ? undefined
+    : { ...toOpenSession(row), logId: row.log_id, replaced: row.disconnected_at !== null };
+}
+
+/**
+ * One history row as it stands, read in the transaction that is to end its session or record
+ * its counters: open, or closed and whether with counters. On PostgreSQL it stays locked until
+ * that transaction ends, so a change closing it meanwhile (the connect of the next session on its
+ * address, a retried report) is waited for and then read as it committed.
+ */
+export async function lockSessionRow(
+  trx: Db,
+  logId: string,
+): Promise<{ readonly open: boolean; readonly counted: boolean } | undefined> {
+  const query = trx.selectFrom('connection_log').select(['disconnected_at', 'bytes_in']).where('log_id', '=', logId);
+  const row = await (isPostgres(trx) ? query.forUpdate() : query).executeTakeFirst();
+  return row === undefined ? undefined : { open: row.disconnected_at === null, counted: row.bytes_in !== null };
+}
+
+/**
+ * Writes the counters a late disconnect report brings into the row of the session it tells of,
+ * ended already by the next connection on its address (see reportedSessionOf): only while the
+ * row is closed without counters, so they are written once, however often the report comes.
+ * Answers whether they were.
+ */
+export async function recordLateCounters(db: Db, logId: string, bytesIn: number, bytesOut: number): Promise<boolean> {
+  const result = await db
+    .updateTable('connection_log')
+    .set({ bytes_in: bytesIn, bytes_out: bytesOut })
+    .where('log_id', '=', logId)
+    .where('disconnected_at', 'is not', null)
+    .where('bytes_in', 'is', null)
+    .where('bytes_out', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }
 
 /**
@@ -336,22 +405,21 @@ export async function nextSessionOnAddress(
 }
 
 /**
- * The open OpenVPN sessions of other configurations that hold `ipFour` on the node and began by
- * `startedBy` (ATOM), read in the transaction that records the address's next session: the node
- * freed the address before it gave it away, so they are over, whether or not their end was
- * heard. On PostgreSQL the rows stay locked until that transaction ends, so a change closing one
- * meanwhile (its disconnect report) is waited for, and a row it closed is not read.
+ * The open OpenVPN sessions that hold `ipFour` on the node and began by `startedBy` (ATOM), of
+ * any configuration, the connecting one's too, read in the transaction that records the
+ * address's next session: the node freed the address before it gave it away, so they are over,
+ * whether or not their end was heard. On PostgreSQL the rows stay locked until that transaction
+ * ends, so a change closing one meanwhile (its disconnect report) is waited for, and a row it
+ * closed is not read.
  */
 export async function lockEarlierHoldersOfAddress(
   trx: Db,
   nodeNumber: NodeNumber,
   ipFour: string,
-  otherThan: string,
   startedBy: string,
 ): Promise<OpenSession[]> {
   const query = openOpenVpnSessionsQuery(trx, nodeNumber)
     .where('ip_four', '=', canonicalAddressOrSame(ipFour))
-    .where('connection_id', '!=', otherThan)
     .where('connected_at', '<=', startedBy)
     .orderBy('log_id');
   return (await (isPostgres(trx) ? query.forUpdate() : query).execute()).map(toOpenSession);

@@ -28,6 +28,8 @@ const TERMINATE_CAUSE: Record<SessionEndCause, TerminateCause> = {
   removed: 'Admin-Reset',
   lost: 'Lost-Service',
   disconnected: 'User-Request',
+  // Its end was not heard: the node gave its address to the next connection.
+  replaced: 'Lost-Service',
 };
 
 /**

@@ -6,10 +6,13 @@ import { findProfile } from '../../config/portal-config.js';
 import { findCertificate, type OpenVpnCertificate } from '../../storage/certificates.js';
 import {
   lockEarlierHoldersOfAddress,
+  lockSessionRow,
   nextSessionOnAddress,
   openOpenVpnSessionsBefore,
-  openSessionOf,
+  recordLateCounters,
+  reportedSessionOf,
   type OpenSession,
+  type ReportedSession,
 } from '../../storage/connection-log.js';
 import type { Db } from '../../storage/database.js';
 import { deviceIdOfConfiguration, findDevice } from '../../storage/devices.js';
@@ -137,12 +140,16 @@ async function decide(ctx: PortalContext, connect: OpenVpnConnect): Promise<Conn
 }
 
 /**
- * The ends of the open sessions of other configurations on the address a connect was given, to
- * be announced in its change before its start: the node freed the address before it gave it
- * away, so they are over, their end not heard (lost, or its report still coming). Each ends as
- * lost when the new session began, so its Stop (RADIUS, syslog, webhooks) comes before the new
- * session's Start and an address is never left mapped to the wrong user or to no one. A
- * disconnect report that comes after changes nothing (its counters are not recorded).
+ * The ends of the open sessions on the address a connect was given, to be announced in its
+ * change before its start: the node freed the address before it gave it away, so they are over,
+ * their end not heard (lost, or its report still coming). That holds for another
+ * configuration's session and for the connecting configuration's own older connection alike (a
+ * client back at once on its address, the old connection's report behind its connect). Each ends
+ * as `replaced` when the new session began, so its Stop (RADIUS, syslog, webhooks) comes before
+ * the new session's Start and an address is never left mapped to the wrong user or to no one,
+ * nor a user still connected unmapped by a Stop after their Start. Its counters are not known
+ * then (the Stop carries none; its history row keeps them null): a disconnect report of it that
+ * comes after writes them into its row, and ends nothing else.
  */
 async function earlierHoldersEnded(
   ctx: PortalContext,
@@ -155,15 +162,14 @@ async function earlierHoldersEnded(
     trx,
     configuration.nodeNumber,
     started.ipFour,
-    configuration.connectionId,
     formatAtom(started.at),
   );
   if (holders.length > 0)
     ctx.logger.info(
       { nodeNumber: configuration.nodeNumber, ipFour: started.ipFour, sessions: holders.length },
-      'OpenVPN address given to a new client while an older session still held it: that one ends as lost first',
+      'OpenVPN address given to a new connection while an older session still held it: that one ends first, its counters to come with its disconnect report',
     );
-  return holders.map((session) => sessionEnded('openvpn', session, started.at, 0, 0, 'lost'));
+  return holders.map((session) => sessionEnded('openvpn', session, started.at, 0, 0, 'replaced'));
 }
 
 export interface OpenVpnDisconnect {
@@ -183,10 +189,12 @@ export interface OpenVpnDisconnect {
 /**
  * Announces the end of an open session of this node; the configuration itself may be gone
  * already. Without one (never connected here, already ended as lost, another node's
- * certificate) nothing is announced: no webhook, connect script, syslog line or RADIUS stop.
+ * certificate) nothing is announced: no webhook, connect script, syslog line or RADIUS stop. A
+ * session the connect of the next session on its address ended already (its end announced
+ * then) gets the report's counters in its history row, and nothing is announced again.
  */
 export async function recordOpenVpnDisconnect(ctx: PortalContext, disconnect: OpenVpnDisconnect): Promise<void> {
-  const session = await openSessionOf(
+  const session = await reportedSessionOf(
     ctx.db,
     disconnect.commonName,
     disconnect.nodeNumber,
@@ -218,23 +226,49 @@ export async function recordOpenVpnDisconnect(ctx: PortalContext, disconnect: Op
       connectedAt: session.connectedAt,
     },
   };
-  // One change: the history's row closes with the RADIUS Stop and the webhook's delivery, or
-  // none of them does and the node's report fails (it reports again). Recorded piece by piece,
-  // a failure after the row closed left the session ended there, and the report again found
-  // nothing to end: no Stop, no syslog stop, no webhook, ever. The change announces the end only
-  // when it finds the row still open: a retry of this report, or another instance's end of the
-  // session, may have closed it since it was read.
-  if ((await announceSessions(ctx.events, ctx.db, [ended])) === 0) {
+  const outcome = await endReported(ctx, session, ended, disconnect);
+  const { commonName: connectionId, nodeNumber } = disconnect;
+  if (outcome === 'ended') ctx.logger.info({ connectionId, nodeNumber }, 'OpenVPN client disconnected');
+  else if (outcome === 'counted')
     ctx.logger.info(
-      { connectionId: disconnect.commonName, nodeNumber: disconnect.nodeNumber },
+      { connectionId, nodeNumber, connectedAt: session.connectedAt },
+      'OpenVPN disconnect of a session ended when the node gave its address to the next connection: its counters recorded',
+    );
+  else
+    ctx.logger.info(
+      { connectionId, nodeNumber },
       'OpenVPN disconnect of a session ended meanwhile (a report repeated, another instance): nothing to end',
     );
-    return;
-  }
-  ctx.logger.info(
-    { connectionId: disconnect.commonName, nodeNumber: disconnect.nodeNumber },
-    'OpenVPN client disconnected',
-  );
+}
+
+/**
+ * Ends the session a disconnect report tells of, or records the report's counters for it, in
+ * one change that reads its row (by its id: a newer session of the configuration on the address
+ * may have begun in the same second). Open: its end is announced, and the history's row closes
+ * with the RADIUS Stop and the webhook's delivery, or none of them does and the node's report
+ * fails (it reports again); recorded piece by piece, a failure after the row closed left the
+ * session ended there, and the report again found nothing to end: no Stop, no syslog stop, no
+ * webhook, ever. Closed by the connect of the next session on its address (before the report or
+ * while it was read), without counters: they are written into its row, and nothing is announced
+ * again (its end was, before that session's start). Closed otherwise (a retry of this report,
+ * another instance's end of the session, a reconcile pass): nothing.
+ */
+async function endReported(
+  ctx: PortalContext,
+  session: ReportedSession,
+  ended: PortalEvent,
+  disconnect: OpenVpnDisconnect,
+): Promise<'ended' | 'counted' | 'none'> {
+  return ctx.events.change(ctx.db, async (trx, announce) => {
+    const row = await lockSessionRow(trx, session.logId);
+    if (row === undefined) return 'none';
+    if (row.open) {
+      await announce([ended]);
+      return 'ended';
+    }
+    if (row.counted) return 'none';
+    return (await recordLateCounters(trx, session.logId, disconnect.bytesIn, disconnect.bytesOut)) ? 'counted' : 'none';
+  });
 }
 
 /**

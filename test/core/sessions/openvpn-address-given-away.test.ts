@@ -1,7 +1,8 @@
 // An OpenVPN address the node gave to a new client while the portal still held an older session
-// of another user open on it: the older session ends, as lost, in the change that records the new
-// connect and before it, so RADIUS and syslog hear the old user's Stop before the new user's Start
-// and a firewall mapping addresses to users never unmaps the new user.
+// of another user open on it: the older session ends (Lost-Service) in the change that records the
+// new connect and before it, so RADIUS and syslog hear the old user's Stop before the new user's Start
+// and a firewall mapping addresses to users never unmaps the new user; the old session's late
+// disconnect report brings it its counters, and sends nothing.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,7 +13,12 @@ import { DISCONNECT_REPORT_GRACE_MS, endUnlistedOpenVpnSessions } from '../../..
 import { asNodeNumber } from '../../../src/shared/ids.js';
 import { formatAtom } from '../../../src/shared/time.js';
 import { connectionHistory } from '../../../src/storage/connection-log.js';
-import { openVpnConfiguration, openVpnEmployees, reportOpenVpnConnect } from '../../support/openvpn-sessions.js';
+import {
+  openVpnConfiguration,
+  openVpnEmployees,
+  reportOpenVpnConnect,
+  reportOpenVpnDisconnect,
+} from '../../support/openvpn-sessions.js';
 import { startTestPortal } from '../../support/test-portal.js';
 
 /** A portal accounting to a RADIUS server that never answers (its records stay queued), on a clock the test moves. */
@@ -54,6 +60,8 @@ test('a session lost without a disconnect report stops before the next user on i
   await endUnlistedOpenVpnSessions(ctx, asNodeNumber(0), listed, clock.now);
   later(DISCONNECT_REPORT_GRACE_MS);
   await endUnlistedOpenVpnSessions(ctx, asNodeNumber(0), listed, clock.now);
+  // Kai's disconnect is reported at last: it brings his session its counters, and ends nothing.
+  await reportOpenVpnDisconnect(portal, kai, { ip_four: '10.60.0.2' });
   await new Promise((resolve) => setImmediate(resolve));
 
   const queued = await ctx.db
@@ -77,5 +85,6 @@ test('a session lost without a disconnect report stops before the next user on i
   );
   const [kaiSession] = await connectionHistory(ctx.db, kai);
   assert.equal(kaiSession?.disconnectedAt, leaFrom, 'Kai held the address until Lea got it');
+  assert.deepEqual([kaiSession?.bytesIn, kaiSession?.bytesOut], [10, 20], 'his late report’s counters are his');
   assert.equal((await connectionHistory(ctx.db, lea))[0]?.disconnectedAt, null, 'Lea is still connected');
 });

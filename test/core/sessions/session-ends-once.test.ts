@@ -5,7 +5,8 @@
 // closed it announces nothing (of a batch, nothing of that session): no second webhook, syslog
 // stop or count, which, coming after the next user's start on the address, would unmap that user.
 // So is a WireGuard session's start, by the change that opens its row: a second pass that saw
-// the same handshake (another instance, a pass after a lost lock) announces no second start.
+// the same handshake (another instance, a pass after a lost lock) announces no second start. A
+// late report of a session the client's reconnect ended meanwhile brings it only its counters.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import type { PortalContext } from '../../../src/core/context.js';
@@ -56,9 +57,12 @@ function heldBeforeChange(events: PortalEvents) {
   return { events: held, reached, release };
 }
 
-/** A portal with the OpenVPN profile, a webhook for session ends, and the ends it published. */
-async function portalHearingEnds(t: TestContext) {
-  const portal = await startTestPortal({ config: openVpnEmployees });
+/**
+ * A portal with the OpenVPN profile (on `clock`, when given), a webhook for session ends, and
+ * the ends it published.
+ */
+async function portalHearingEnds(t: TestContext, clock?: { readonly now: () => Date }) {
+  const portal = await startTestPortal({ config: openVpnEmployees, ...(clock === undefined ? {} : { clock }) });
   t.after(() => portal.close());
   const ctx = portal.portal.ctx;
   await subscribe(ctx.db, 'wh_sessions', ['session.ended']);
@@ -109,6 +113,51 @@ test('a disconnect report that read its session open while its retry ended it an
     (await connectionHistory(ctx.db, commonName)).map((entry) => [entry.bytesIn, entry.disconnectedAt !== null]),
     [[10, true]],
     'the row closed once, by the change that announced the end',
+  );
+});
+
+test('a late disconnect report that read its session open while the client’s reconnect ended it announces nothing again, and brings that session its counters', async (t) => {
+  // A clock that stands still: both connections begin in the same second, so the start alone
+  // does not tell their rows apart.
+  const now = new Date('2026-03-01T10:00:00.250Z');
+  const { portal, ctx, published, webhookEnds, settle } = await portalHearingEnds(t, { now: () => now });
+  const commonName = await openVpnConfiguration(portal, 'ada');
+  await reportOpenVpnConnect(portal, commonName, { originating_ip: '192.0.2.10', ip_four: '10.60.0.2' });
+
+  // The old connection's report found its session open, and is held before its change…
+  const held = heldBeforeChange(ctx.events);
+  const report = recordOpenVpnDisconnect({ ...ctx, events: held.events } satisfies PortalContext, {
+    nodeNumber: asNodeNumber(0),
+    commonName,
+    bytesIn: 1,
+    bytesOut: 2,
+    ipFour: '10.60.0.2',
+  });
+  await held.reached;
+  // …while the client's new connection on the same address ends it, before its own start.
+  await reportOpenVpnConnect(portal, commonName, { originating_ip: '198.51.100.20', ip_four: '10.60.0.2' });
+  held.release();
+  await report;
+  await settle();
+
+  assert.deepEqual(
+    published.map((event) => [event.session?.originatingIp, event.cause]),
+    [['192.0.2.10', 'replaced']],
+    'one session.ended, the connect’s, before the new start',
+  );
+  assert.equal(await webhookEnds(), 1, 'one webhook delivery of the end');
+  // One start for both: the history lists them in either order.
+  const rows = (await connectionHistory(ctx.db, commonName)).map((entry) => [
+    entry.bytesIn,
+    entry.disconnectedAt !== null,
+  ]);
+  assert.deepEqual(
+    rows.sort((a, b) => Number(b[1]) - Number(a[1])),
+    [
+      [1, true],
+      [null, false],
+    ],
+    'the old row has the report’s counters; the new connection stays open',
   );
 });
 
