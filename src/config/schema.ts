@@ -12,6 +12,7 @@ import { isBoundedIsoDuration, MAX_DURATION, parseIsoDuration } from '../shared/
 import { MAX_NODE_NUMBER } from '../shared/ids.js';
 import { PLATFORMS } from '../shared/platforms.js';
 import { SYSLOG_FACILITY_NAMES } from './syslog-facilities.js';
+import { WIREGUARD_MTU } from './wireguard-mtu.js';
 
 const PROFILE_ID = /^[a-zA-Z0-9-.]+$/;
 
@@ -158,8 +159,8 @@ export const wireGuardSchema = z.strictObject({
     .describe("UDP port of every node's WireGuard interface, and the client `Endpoint` port."),
   setMtu: z
     .int()
-    .min(1280)
-    .max(9000)
+    .min(WIREGUARD_MTU.min)
+    .max(WIREGUARD_MTU.max)
     .optional()
     .describe('`MTU =` in client files and on the node interface; unset: none.'),
   /** WireGuard over TCP through ProxyGuard (reference §2.2, §7.1). */

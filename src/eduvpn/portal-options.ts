@@ -2,10 +2,12 @@
 // portal.json, and a vpn-server-node config.php into the node agent's node.json: options with
 // the same name and meaning are kept, the moved ones renamed, and every other one becomes a
 // note saying where it went or why it has no counterpart; nothing is dropped silently.
+import { WIREGUARD_MTU } from '../config/wireguard-mtu.js';
 import { describeEduVpnOption, type EduVpnSection, eduVpnOptionFate } from '../config/eduvpn-options.js';
 import type { PhpValue } from './config-php.js';
 import { ConversionError } from './conversion-error.js';
 import { databaseFromPdo } from './pdo-dsn.js';
+import { portalProfileValues, withEduVpnNodeUrlDefault } from './profile-values.js';
 
 type JsonObject = { [key: string]: unknown };
 
@@ -105,28 +107,56 @@ function convertSection(
   const kept: string[] = [];
   for (const [name, value] of Object.entries(options)) {
     if (KEPT[section].includes(name)) {
-      document[name] = value;
-      kept.push(`${section}.${name}`);
+      document[name] = section === 'WireGuard' && name === 'setMtu' ? mtuWithinLimits(value, notes) : value;
+      if (document[name] === value) kept.push(`${section}.${name}`);
     } else notes.push(noteForOther(section, name, `${section}.${name}`));
   }
   return { document, kept };
 }
 
+/**
+ * eduVPN writes any integer as the MTU; this portal takes 1280 to 9000. Below 1280 Linux takes
+ * the IPv6 addresses off the interface, so eduVPN's tunnels carried no IPv6 there: the nearest
+ * MTU that works is what the administrator meant.
+ */
+function mtuWithinLimits(value: unknown, notes: string[]): unknown {
+  if (typeof value !== 'number' || !Number.isInteger(value)) return value;
+  const mtu = Math.min(Math.max(value, WIREGUARD_MTU.min), WIREGUARD_MTU.max);
+  if (mtu < value) notes.push(`WireGuard.setMtu: ${value} written as ${mtu}, the largest MTU this portal sets`);
+  else if (mtu > value)
+    notes.push(
+      `WireGuard.setMtu: ${value} written as ${mtu}, the smallest MTU this portal sets: IPv6 needs at least ${WIREGUARD_MTU.min}, and below it Linux takes the IPv6 addresses off the WireGuard interface, so eduVPN's tunnels carried no IPv6 at ${value}`,
+    );
+  return mtu;
+}
+
 function convertProfileList(value: unknown, notes: string[]): JsonObject[] {
   if (!Array.isArray(value)) throw new ConversionError('ProfileList: must be a list of profiles');
-  return value.map((entry, index) => {
-    const profile = objectAt(entry as PhpValue, `ProfileList[${index}]`);
-    const kept: JsonObject = {};
-    for (const [name, option] of Object.entries(profile)) {
-      if (PROFILE_OPTIONS.has(name)) kept[name] = option;
-      else notes.push(noteForOther('ProfileList', name, `ProfileList[${index}].${name}`));
-    }
-    if (JSON.stringify(kept.nodeUrl ?? '').includes('https://'))
-      notes.push(
-        `ProfileList[${index}].nodeUrl: kept, but the node agent serves the vpn-daemon protocol over plain HTTP (no mutual TLS): change it to http:// on a private network`,
-      );
-    return kept;
-  });
+  const profiles: JsonObject[] = [];
+  for (const [index, entry] of value.entries()) {
+    const profile = convertProfile(objectAt(entry as PhpValue, `ProfileList[${index}]`), index, notes);
+    if (profile !== null) profiles.push(profile);
+  }
+  if (profiles.length === 0 && value.length > 0)
+    throw new ConversionError(
+      'ProfileList: no profile offers a VPN protocol (each needs both wRangeFour and wRangeSix, or both oRangeFour and oRangeSix, set and not empty)',
+    );
+  withEduVpnNodeUrlDefault(profiles, notes);
+  return profiles;
+}
+
+/** One ProfileList entry, or null when it offers no protocol (profile-values.ts says why). */
+function convertProfile(profile: JsonObject, index: number, notes: string[]): JsonObject | null {
+  const kept: JsonObject = {};
+  for (const [name, option] of Object.entries(profile)) {
+    if (PROFILE_OPTIONS.has(name)) kept[name] = option;
+    else notes.push(noteForOther('ProfileList', name, `ProfileList[${index}].${name}`));
+  }
+  if (JSON.stringify(kept.nodeUrl ?? '').includes('https://'))
+    notes.push(
+      `ProfileList[${index}].nodeUrl: kept, but the node agent serves the vpn-daemon protocol over plain HTTP (no mutual TLS): change it to http:// on a private network`,
+    );
+  return portalProfileValues(kept, `ProfileList[${index}]`, notes);
 }
 
 /** `Db` names eduVPN's own database, which the import reads; this portal gets a database of its own beside it. */

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { parseNodeAgentConfig } from '../../src/agent/config.js';
 import { loadPortalConfig } from '../../src/config/load.js';
-import { evaluateConfigPhp } from '../../src/eduvpn/config-php.js';
+import { evaluateConfigPhp, type PhpValue } from '../../src/eduvpn/config-php.js';
 import { ConversionError } from '../../src/eduvpn/conversion-error.js';
 import { convertNodeConfig, nodeConfigWithoutFile } from '../../src/eduvpn/node-options.js';
 import { formatMysqlUrl, parseMysqlUrl } from '../../src/eduvpn/mysql-location.js';
@@ -111,7 +111,14 @@ test('an option neither eduVPN nor this portal knows is left out with a note, ne
   });
   assert.deepEqual(converted.document, {
     ProfileList: [
-      { profileId: 'a', displayName: 'A', hostName: 'h', wRangeFour: '10.1.0.0/24', wRangeSix: 'fd01::/64' },
+      {
+        profileId: 'a',
+        displayName: 'A',
+        hostName: 'h',
+        wRangeFour: '10.1.0.0/24',
+        wRangeSix: 'fd01::/64',
+        nodeUrl: 'http://localhost:41194',
+      },
     ],
   });
   assert.ok(
@@ -124,6 +131,125 @@ test('an option neither eduVPN nor this portal knows is left out with a note, ne
       '"ProfileList[0].colour": not an eduVPN 3.x option this converter knows, nor one of this portal: left out',
     ),
   );
+});
+
+/** A WireGuard and OpenVPN profile on one node, as eduVPN's example configuration has it; `n` keeps the ranges apart. */
+function eduVpnProfile(profileId: string, n: number, options: Record<string, PhpValue> = {}): Record<string, PhpValue> {
+  return {
+    profileId,
+    displayName: profileId.toUpperCase(),
+    hostName: 'vpn.example.org',
+    wRangeFour: `10.${n}.0.0/24`,
+    wRangeSix: `fd${n}::/64`,
+    oRangeFour: `10.${n}.1.0/24`,
+    oRangeSix: `fd${n}:1::/64`,
+    ...options,
+  };
+}
+
+test('an address without a prefix length in routeList or excludeRouteList is one host, as eduVPN reads it', (t) => {
+  const converted = convertPortalConfig({
+    ProfileList: [
+      eduVpnProfile('office', 60, {
+        defaultGateway: false,
+        routeList: ['192.168.1.10', '2001:db8::1', '192.168.2.0/24'],
+        excludeRouteList: ['192.168.2.7'],
+      }),
+    ],
+  });
+  const [office] = loadPortalConfig(writtenPortalJson(t, converted.document)).profiles;
+  assert.deepEqual(office?.routeList, ['192.168.1.10/32', '2001:db8::1/128', '192.168.2.0/24']);
+  assert.deepEqual(office?.excludeRouteList, ['192.168.2.7/32']);
+  assert.ok(
+    converted.notes.includes(
+      'ProfileList[0].routeList: written 192.168.1.10 as 192.168.1.10/32, 2001:db8::1 as 2001:db8::1/128: eduVPN takes an address without a prefix length as one host; this portal wants the length',
+    ),
+    converted.notes.join('\n'),
+  );
+  assert.ok(
+    converted.notes.some((note) =>
+      note.startsWith('ProfileList[0].excludeRouteList: written 192.168.2.7 as 192.168.2.7/32: '),
+    ),
+  );
+});
+
+test("a profile that leaves nodeUrl out gets eduVPN's default, so it agrees with a profile that spells it out", (t) => {
+  const converted = convertPortalConfig({
+    ProfileList: [eduVpnProfile('employees', 61), eduVpnProfile('guests', 62, { nodeUrl: 'http://localhost:41194' })],
+  });
+  const config = loadPortalConfig(writtenPortalJson(t, converted.document));
+  assert.deepEqual(
+    config.profiles.map((profile) => profile.nodes.map((node) => [node.nodeNumber, node.nodeUrl])),
+    [[[0, 'http://localhost:41194']], [[0, 'http://localhost:41194']]],
+  );
+  assert.ok(
+    converted.notes.includes(
+      "nodeUrl: written as http://localhost:41194, eduVPN's default, in the profiles that left it out (employees): this portal's own default is http://127.0.0.1:41194, and a node has one URL in every profile",
+    ),
+    converted.notes.join('\n'),
+  );
+  // The node agent then listens where the portal calls it.
+  assert.deepEqual(nodeConfigWithoutFile(0, converted.document).document.listen, { host: '127.0.0.1', port: 41194 });
+});
+
+test('an empty range list turns its protocol off, as in newer eduVPN, and a profile left with none is left out', (t) => {
+  const converted = convertPortalConfig({
+    ProfileList: [
+      eduVpnProfile('wireguard-only', 63, { oRangeFour: [], oRangeSix: [] }),
+      eduVpnProfile('openvpn-only', 64, { wRangeFour: [], wRangeSix: 'fd64::/64' }),
+      eduVpnProfile('off', 65, { wRangeFour: [], wRangeSix: [], oRangeFour: [], oRangeSix: [] }),
+    ],
+  });
+  const config = loadPortalConfig(writtenPortalJson(t, converted.document));
+  assert.deepEqual(
+    config.profiles.map((profile) => [profile.profileId, profile.wireGuard !== null, profile.openVpn !== null]),
+    [
+      ['wireguard-only', true, false],
+      ['openvpn-only', false, true],
+    ],
+  );
+  for (const note of [
+    'ProfileList[0].oRangeFour ([]), ProfileList[0].oRangeSix ([]): left out: eduVPN offers OpenVPN only when both oRangeFour and oRangeSix are set and not empty lists, so it had OpenVPN off for this profile; so has this portal',
+    'ProfileList[1].wRangeFour ([]), ProfileList[1].wRangeSix ("fd64::/64"): left out: eduVPN offers WireGuard only when both wRangeFour and wRangeSix are set and not empty lists, so it had WireGuard off for this profile; so has this portal',
+  ])
+    assert.ok(converted.notes.includes(note), `missing note: ${note}\nnotes:\n${converted.notes.join('\n')}`);
+  assert.ok(
+    converted.notes.some((note) =>
+      note.startsWith(
+        'ProfileList[2] (off): left out: it offers no VPN protocol (neither both WireGuard ranges nor both OpenVPN ranges',
+      ),
+    ),
+  );
+  assert.ok(converted.notes[0]?.endsWith('ProfileList (2 profiles)'), converted.notes[0]);
+  assert.throws(
+    () => convertPortalConfig({ ProfileList: [eduVpnProfile('off', 65, { wRangeFour: [], oRangeSix: [] })] }),
+    /^Error: ProfileList: no profile offers a VPN protocol/,
+  );
+});
+
+test('a WireGuard MTU outside what this portal sets becomes the nearest it does, and an empty displayName the profile id', (t) => {
+  const small = convertPortalConfig({
+    WireGuard: { setMtu: 1200 },
+    ProfileList: [eduVpnProfile('office', 66, { displayName: '' })],
+  });
+  const config = loadPortalConfig(writtenPortalJson(t, small.document));
+  assert.equal(config.wireGuard.mtu, 1280);
+  assert.equal(config.profiles[0]?.displayName, 'office');
+  assert.ok(
+    small.notes.includes(
+      "WireGuard.setMtu: 1200 written as 1280, the smallest MTU this portal sets: IPv6 needs at least 1280, and below it Linux takes the IPv6 addresses off the WireGuard interface, so eduVPN's tunnels carried no IPv6 at 1200",
+    ),
+    small.notes.join('\n'),
+  );
+  assert.ok(!small.notes[0]?.includes('WireGuard.setMtu'), 'setMtu is named as kept as it is');
+  assert.ok(
+    small.notes.includes(
+      'ProfileList[0].displayName: empty in eduVPN, written as the profile\'s id ("office"): this portal shows a name, and wants one',
+    ),
+  );
+  const large = convertPortalConfig({ WireGuard: { setMtu: 65000 }, ProfileList: [eduVpnProfile('office', 66)] });
+  assert.equal(loadPortalConfig(writtenPortalJson(t, large.document)).wireGuard.mtu, 9000);
+  assert.ok(large.notes.includes('WireGuard.setMtu: 65000 written as 9000, the largest MTU this portal sets'));
 });
 
 test("PDO DSNs become this portal's database locations; SQLite and MariaDB leave the default", () => {
