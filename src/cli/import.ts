@@ -1,7 +1,8 @@
 // `vpn-portal import eduvpn`: brings an eduVPN 3.x server (its database, its key files and each
 // node's WireGuard key) into this portal, so that the files it issued keep working; with
 // --dry-run only the plan. Prints the plan (counts per kind, conflicts, what is left behind,
-// what it leaves because it was removed here after an earlier import, the schema version found)
+// what it leaves because it was removed here after an earlier import or eduVPN refuses it, the
+// schema version found)
 // and the progress of a large database: a bar on a terminal, a line every few seconds otherwise.
 // Exit code 0 when done or nothing to do, 1 on conflicts.
 import { existsSync } from 'node:fs';
@@ -294,13 +295,17 @@ function printPlan(plan: ImportPlan, print: (line: string) => void): void {
     print(`  … and ${plan.conflictCount - plan.conflicts.length} more (fix these and run the dry run again)`);
 }
 
-/** What was revoked here (after an earlier import brought it, or a user destroyed here): left, each named, since a revocation is final. */
+/**
+ * What was revoked here (after an earlier import brought it, or a user destroyed here), or what
+ * eduVPN refuses (an OpenVPN certificate, for its profile's ACL): left, each named, since a
+ * revocation is final.
+ */
 function printRemovedHere(plan: ImportPlan, print: (line: string) => void): void {
   if (plan.removedHereCount === 0) return;
   const perKind = EDUVPN_RECORD_KINDS.filter((kind) => plan.counts[kind].removedHere > 0).map(
     (kind) => `${plan.counts[kind].removedHere} ${KIND_NAMES[kind]}`,
   );
-  print(`left because revoked here (a revocation is final): ${perKind.join(', ')}`);
+  print(`left because revoked here or refused by eduVPN (a revocation is final): ${perKind.join(', ')}`);
   for (const removed of plan.removedHere) print(`  ${KIND_NAMES[removed.kind]} ${removed.record}: ${removed.reason}`);
   if (plan.removedHereCount > plan.removedHere.length)
     print(`  … and ${plan.removedHereCount - plan.removedHere.length} more`);

@@ -51,6 +51,11 @@ export interface Profile {
   readonly dnsSearchDomainList: readonly string[];
   readonly routeList: readonly string[];
   readonly excludeRouteList: readonly string[];
+  /**
+   * eduVPN's `aclPermissionList` (null: none). Not enforced here (users here carry no
+   * permissions); the eduVPN import reads it to leave the OpenVPN certificates eduVPN refuses.
+   */
+  readonly aclPermissionList: readonly string[] | null;
   readonly preferredProto: VpnProto;
   /** null when the profile has no WireGuard ranges. */
   readonly wireGuard: { readonly keepAlive: boolean } | null;

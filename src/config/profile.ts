@@ -37,6 +37,7 @@ export function resolveProfile(raw: ParsedProfile, option: string, report: Repor
     dnsSearchDomainList: raw.dnsSearchDomainList,
     routeList: raw.routeList,
     excludeRouteList: raw.excludeRouteList,
+    aclPermissionList: raw.aclPermissionList,
     preferredProto: protocols.preferredProto,
     wireGuard: protocols.wireGuardEnabled ? { keepAlive: raw.wKeepAlive } : null,
     openVpn: protocols.openVpnEnabled

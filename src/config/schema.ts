@@ -59,7 +59,7 @@ export const profileSchema = z.strictObject({
     .nullable()
     .default(null)
     .describe(
-      'Accepted for compatibility; the Admin API does not use it (as the reference), and OpenVPN connects do not enforce it.',
+      'Accepted for compatibility; the Admin API does not use it (as the reference), and OpenVPN connects do not enforce it. The eduVPN import leaves the OpenVPN configurations eduVPN refused for it.',
     ),
   nodeUrl: perNode(z.url({ protocol: /^https?$/ }))
     .default('http://127.0.0.1:41194')

@@ -1,6 +1,7 @@
 // Queries on `imported_records` (migration 0035): each user, WireGuard peer, OpenVPN certificate
 // and OAuth authorization the eduVPN import brought, and each configuration it left because its
-// user was disabled here (`withheld`, migration 0044). A later run reads it to leave what was
+// user was disabled here (`withheld` 1, migration 0044) or because eduVPN refuses it at connect
+// for its profile's `aclPermissionList` (`withheld` 2). A later run reads it to leave what was
 // removed here since, and what it left so (a configuration deleted, expired, retired or replaced; a user destroyed; an
 // authorization deleted): a revocation is final, an import included. The daily housekeeping
 // prunes a configuration's or authorization's row once its eduVPN expiry has passed (eduVPN's
@@ -28,21 +29,52 @@ export interface ImportedRecord {
    * null for a user.
    */
   readonly expiresAt: string | null;
-  /** Left rather than brought: a configuration of a user disabled here while eduVPN had it enabled. */
-  readonly withheld?: true;
+  /** Left rather than brought, and why. */
+  readonly withheld?: WithheldWhy;
 }
 
-/** What a note tells of a record not here: when it was noted, and whether it was left (never brought) then. */
+/**
+ * Why the import left a configuration rather than bring it: its user was disabled here while
+ * eduVPN had it enabled (`user disabled here`), or it is an OpenVPN certificate eduVPN refuses
+ * at connect because its user holds none of its profile's `aclPermissionList` (`acl`).
+ */
+export type WithheldWhy = 'user disabled here' | 'acl';
+
+/** `imported_records.withheld` of each reason (0: brought). */
+const WITHHELD_CODES: Readonly<Record<WithheldWhy, number>> = { 'user disabled here': 1, acl: 2 };
+
+/** What a note tells of a record not here: when it was noted, and whether (and why) it was left (never brought) then. */
 export interface ImportedNote {
   readonly importedAt: string;
-  readonly withheld: boolean;
+  readonly withheld: WithheldWhy | false;
+}
+
+/** The reason a note's `withheld` code stands for (an unknown non-zero code: left, as by a disabled user). */
+function withheldWhy(code: number): WithheldWhy | false {
+  if (code === 0) return false;
+  return code === WITHHELD_CODES.acl ? 'acl' : 'user disabled here';
 }
 
 /** Rows per statement: four columns, far below both dialects' parameter limits. */
 const NOTE_ROWS = 500;
 
-/** Notes what an import brought, many per statement; a record noted already keeps its row. */
+/**
+ * Notes what an import brought, many per statement; a record noted already keeps its row. The
+ * brought and the left go in statements of their own: a statement's rows name the same columns
+ * (SQLite would take a row without `withheld` beside one with it as NULL, not the default).
+ */
 export async function noteImportedRecords(db: Db, records: readonly ImportedRecord[]): Promise<void> {
+  await noteSome(
+    db,
+    records.filter((record) => record.withheld === undefined),
+  );
+  await noteSome(
+    db,
+    records.filter((record) => record.withheld !== undefined),
+  );
+}
+
+async function noteSome(db: Db, records: readonly ImportedRecord[]): Promise<void> {
   for (const group of sizeLimitedGroups(records, () => 1, NOTE_ROWS)) {
     await db
       .insertInto('imported_records')
@@ -53,7 +85,7 @@ export async function noteImportedRecords(db: Db, records: readonly ImportedReco
           imported_at: record.importedAt,
           expires_at: record.expiresAt,
           // Only when set: the column's default says brought (and a schema before 0044 has none).
-          ...(record.withheld === true ? { withheld: 1 } : {}),
+          ...(record.withheld === undefined ? {} : { withheld: WITHHELD_CODES[record.withheld] }),
         })),
       )
       .onConflict((conflict) => conflict.columns(['kind', 'record_id']).doNothing())
@@ -108,7 +140,7 @@ export async function importedRecordsGone(
 ): Promise<Map<string, ImportedNote>> {
   const found = new Map<string, ImportedNote>();
   for (const row of await notesOf(db, kind, recordIds, 'gone only'))
-    found.set(row.record_id, { importedAt: row.imported_at, withheld: row.withheld !== 0 });
+    found.set(row.record_id, { importedAt: row.imported_at, withheld: withheldWhy(row.withheld) });
   return found;
 }
 

@@ -244,7 +244,7 @@ test('after a destroy here, a run again names the user and its configurations as
   assert.equal(dry.code, 0, `${dry.stdout}${dry.stderr}`);
   assert.match(
     dry.stdout,
-    /^left because revoked here \(a revocation is final\): 1 users, 1 WireGuard configurations, 1 OpenVPN configurations$/m,
+    /^left because revoked here or refused by eduVPN \(a revocation is final\): 1 users, 1 WireGuard configurations, 1 OpenVPN configurations$/m,
   );
   assert.match(dry.stdout, /^ {2}users alice: brought by an import at \S+ and destroyed here since$/m);
   const again = await runCli(importArgs(deployment, configFile));

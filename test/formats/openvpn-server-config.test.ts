@@ -47,6 +47,7 @@ function referenceProfile(
     dnsSearchDomainList: [],
     routeList: [],
     excludeRouteList: [],
+    aclPermissionList: null,
     preferredProto: 'openvpn',
     wireGuard: null,
     appleOnDemand: null,

@@ -1,7 +1,8 @@
 // The eduVPN configurations, page by page, against this portal: each WireGuard peer and OpenVPN
 // certificate is brought, found here already (the same key, user, profile, node and addresses),
 // left because it expired, left because an earlier import brought it and it was revoked here
-// since (or its user was destroyed here), or a conflict naming it — its user is not in eduVPN's
+// since (or its user was destroyed here), left because eduVPN refuses it at connect (an OpenVPN
+// certificate whose user holds none of its profile's `aclPermissionList`: ./acl.ts), or a conflict naming it — its user is not in eduVPN's
 // users, its profile, node or protocol is not here, its addresses are not in this portal's pool
 // for that profile and node, or its key, common name or addresses belong to another
 // configuration here.
@@ -14,6 +15,7 @@ import type { PoolKey } from '../../storage/ip-pools.js';
 import { peersAtAddresses, peersWithKeys, type NewPeer } from '../../storage/wg-peers.js';
 import { clientAddressesAt, poolIndexOf } from '../../wireguard/address-pool.js';
 import type { ImportedRecord } from '../../storage/imported-records.js';
+import { aclRefusal, type AclPermissions } from './acl.js';
 import type { ImportConflict, RemovedHere } from './plan-types.js';
 import { configurationsRemovedHere } from './removed-here.js';
 
@@ -58,6 +60,11 @@ export interface ImportFacts {
   readonly historySince: string;
   /** Users under a legal hold now: the retention keeps their history, so the import brings all of it. */
   readonly heldUsers: ReadonlySet<string>;
+  /**
+   * eduVPN's users' permissions that a profile's `aclPermissionList` names, read before the walk:
+   * an OpenVPN certificate eduVPN refuses for that list is left, and noted so that it stays out.
+   */
+  readonly aclPermissions: AclPermissions;
 }
 
 /**
@@ -112,12 +119,12 @@ async function leftToCheck<
     const removal = removed.get(idOf(configuration));
     if (removal === undefined) return true;
     outcome.removedHere.push({ kind, record: idOf(configuration), reason: removal.reason });
-    if (removal.withheld)
+    if (removal.withheld !== false)
       outcome.withheld.push({
         kind: proto,
         recordId: idOf(configuration),
         expiresAt: configuration.expiresAt,
-        withheld: true,
+        withheld: removal.withheld,
       });
     return false;
   });
@@ -313,10 +320,8 @@ export async function checkCertificates(
   );
   for (const certificate of candidates) {
     const stored = here.get(certificate.commonName);
-    if (stored === undefined) {
-      outcome.bring.push(certificate);
-      countOne(facts.openVpnPerProfile, certificate.profileId);
-    } else if (
+    if (stored === undefined) bringOrWithhold(config, certificate, facts, outcome);
+    else if (
       stored.userId === certificate.userId &&
       stored.profileId === certificate.profileId &&
       stored.nodeNumber === certificate.nodeNumber
@@ -330,6 +335,31 @@ export async function checkCertificates(
       });
   }
   return outcome;
+}
+
+/**
+ * Brings a certificate not here, or leaves it (noted, so that it stays out) when eduVPN refuses it
+ * at connect for its profile's `aclPermissionList`, which this portal does not check.
+ */
+function bringOrWithhold(
+  config: PortalConfig,
+  certificate: OpenVpnCertificate,
+  facts: ImportFacts,
+  outcome: PageOutcome<OpenVpnCertificate>,
+): void {
+  const refused = aclRefusal(config, certificate, facts.aclPermissions);
+  if (refused === undefined) {
+    outcome.bring.push(certificate);
+    countOne(facts.openVpnPerProfile, certificate.profileId);
+    return;
+  }
+  outcome.removedHere.push({ kind: 'certificates', record: certificate.commonName, reason: refused });
+  outcome.withheld.push({
+    kind: 'openvpn',
+    recordId: certificate.commonName,
+    expiresAt: certificate.expiresAt,
+    withheld: 'acl',
+  });
 }
 
 function countOne<Key>(counts: Map<Key, number>, key: Key): void {

@@ -1,7 +1,7 @@
 // What the eduVPN import found, before it writes anything: per kind of record how many it
 // would bring, how many are here already, how many conflict, how many it leaves because they
 // expired and how many because they were revoked here (removed after an earlier import, or of a
-// user destroyed or disabled here); the key files; every conflict and every record removed here,
+// user destroyed or disabled here) or eduVPN refuses them (its profiles' `aclPermissionList`); the key files; every conflict and every record removed here,
 // naming it; what it cannot bring at all.
 import type { EduVpnLeftBehind, EduVpnRecordKind, EduVpnSchemaVersion } from '../../eduvpn/deployment.js';
 import type { KeyFileState } from '../../keys/key-store.js';
@@ -25,6 +25,8 @@ export interface KindCounts {
    * Brought by an earlier import and removed here since (a configuration revoked, an
    * authorization deleted), or of a user destroyed here (brought or made here; with its
    * configurations and authorizations) or disabled here: not brought, a revocation is final.
+   * Also the OpenVPN certificates eduVPN refuses at connect for their profile's
+   * `aclPermissionList` (which this portal does not check), and for good.
    */
   removedHere: number;
 }
@@ -40,7 +42,11 @@ export interface ImportConflict {
   readonly reason: string;
 }
 
-/** A record the import leaves because it was revoked here (removed after an earlier import, or its user destroyed or disabled here), and how. */
+/**
+ * A record the import leaves because it was revoked here (removed after an earlier import, or its
+ * user destroyed or disabled here) or eduVPN refuses it (an OpenVPN certificate, for its profile's
+ * `aclPermissionList`), and how.
+ */
 export interface RemovedHere {
   readonly kind: EduVpnRecordKind;
   /** A user id, a public key, a common name or an authorization key. */

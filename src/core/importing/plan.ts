@@ -5,6 +5,7 @@ import { EDUVPN_RECORD_KINDS, type EduVpnDeployment, type EduVpnRecordKind } fro
 import { addDuration, subtractDurationClamped } from '../../shared/iso-duration.js';
 import { formatAtom } from '../../shared/time.js';
 import { heldUserIds } from '../../storage/legal-holds.js';
+import { aclPermissionsOfUsers } from './acl.js';
 import type { ImportFacts } from './configurations.js';
 import {
   countKeyDependents,
@@ -32,7 +33,7 @@ export interface PreparedImport {
   readonly plan: ImportPlan;
   readonly facts: ImportFacts;
   readonly keyAdoptions: readonly KeyAdoption[];
-  /** Per kind, how many records the import notes as left without bringing them (of users disabled here). */
+  /** Per kind, how many records the import notes as left without bringing them (of users disabled here, or refused by eduVPN's ACL). */
   readonly withheld: Readonly<Record<EduVpnRecordKind, number>>;
 }
 
@@ -64,6 +65,7 @@ export async function prepareEduVpnImport(
     nodeOfConnection: new Map(),
     openVpnPerProfile: new Map(),
     wireGuardPerNode: new Map(),
+    aclPermissions: await aclPermissionsOfUsers(ctx.config, deployment),
   };
   const conflicts = new ConflictList();
   const removedHere = new ListedRecords<RemovedHere>();

@@ -13,22 +13,32 @@ import type { UserId } from '../../shared/ids.js';
 import { certificatesWithNames } from '../../storage/certificates.js';
 import type { Db } from '../../storage/database.js';
 import { destroyedUsersAmong } from '../../storage/destroyed-users.js';
-import { importedRecordsGone, importedRecordsNoted, type ImportedNote } from '../../storage/imported-records.js';
+import {
+  importedRecordsGone,
+  importedRecordsNoted,
+  type ImportedNote,
+  type WithheldWhy,
+} from '../../storage/imported-records.js';
 import { usersCreatedAt, usersDisabledHereAmong, usersDisabledHereIds } from '../../storage/users.js';
 import { latestDestroyReceipts } from '../../storage/revocations.js';
 import { peersWithKeys } from '../../storage/wg-peers.js';
 
 /** Why a configuration an earlier import noted and is not here is left. */
 function revokedHere(note: ImportedNote): string {
-  return note.withheld
-    ? `left by an import at ${note.importedAt} while its user was disabled here: it stays left`
-    : `brought by an import at ${note.importedAt} and revoked here since (deleted, expired, or its device retired or replaced)`;
+  switch (note.withheld) {
+    case 'user disabled here':
+      return `left by an import at ${note.importedAt} while its user was disabled here: it stays left`;
+    case 'acl':
+      return `left by an import at ${note.importedAt} because eduVPN refused it at connect (its user held none of its profile's aclPermissionList): it stays left`;
+    case false:
+      return `brought by an import at ${note.importedAt} and revoked here since (deleted, expired, or its device retired or replaced)`;
+  }
 }
 
-/** A record the import leaves, why, and whether it notes it as left (so that it stays out). */
+/** A record the import leaves, why, and whether (and why) it notes it as left (so that it stays out). */
 export interface Removal {
   readonly reason: string;
-  readonly withheld: boolean;
+  readonly withheld: WithheldWhy | false;
 }
 
 /** What this portal knows of a user's destroy here. */
@@ -163,7 +173,7 @@ export async function configurationsRemovedHere(
     else if (disabled(userId) && !here.has(connectionId))
       removals.set(connectionId, {
         reason: `its user ${userId} is disabled here: the import brings it no configuration, also once enabled again`,
-        withheld: true,
+        withheld: 'user disabled here',
       });
   }
   return removals;

@@ -1,7 +1,8 @@
 // One step per kind of eduVPN record: where its pages come from, how a page is checked against
 // this portal, and how what it brings is written (users, configurations and authorizations also
 // noted in `imported_records`, so that a later run leaves them once they were removed here; so
-// are the configurations it leaves because their user is disabled here, so that they stay out).
+// are the configurations it leaves because their user is disabled here, or eduVPN refuses them for
+// their profile's `aclPermissionList`, so that they stay out).
 // The plan walks every step to count and find conflicts; the import walks them again, each in
 // its own transaction, and writes.
 import type { Transaction } from 'kysely';
