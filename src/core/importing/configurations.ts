@@ -159,6 +159,15 @@ export function withoutUser(record: EduVpnUserOwned): string {
   return `its user ${record.userId} is not in eduVPN's table users (delete the row there, or add the user)`;
 }
 
+/**
+ * Told with a profile or node not configured here: one eduVPN retired leaves configurations that
+ * do not connect there either, and adding it here (what the conflict seems to ask) would let
+ * them connect again.
+ */
+function retiredThere(served: string, added: string): string {
+  return `if eduVPN no longer serves ${served}, these configurations do not connect there either, and adding ${added} here would let them connect again: delete their rows in eduVPN's database instead`;
+}
+
 /** Where a configuration goes here, or why it cannot. */
 function destination(
   config: PortalConfig,
@@ -168,12 +177,16 @@ function destination(
   const profile = findProfile(config, record.profileId);
   if (profile === undefined) {
     const known = config.profiles.map((candidate) => candidate.profileId).join(', ');
-    return { reason: `profile ${record.profileId} is not configured here (profiles here: ${known})` };
+    return {
+      reason: `profile ${record.profileId} is not configured here (profiles here: ${known}); ${retiredThere(`profile ${record.profileId}`, 'the profile')}`,
+    };
   }
   const node = profile.nodes.find((candidate) => candidate.nodeNumber === record.nodeNumber);
   if (node === undefined) {
     const nodes = profile.nodes.map((candidate) => candidate.nodeNumber).join(', ');
-    return { reason: `node ${record.nodeNumber} is not one of profile ${record.profileId}'s nodes here (${nodes})` };
+    return {
+      reason: `node ${record.nodeNumber} is not one of profile ${record.profileId}'s nodes here (${nodes}); ${retiredThere(`profile ${record.profileId} on node ${record.nodeNumber}`, 'the node to the profile')}`,
+    };
   }
   const offered = proto === 'wireguard' ? node.wireGuard !== null : node.openVpn !== null;
   if (!offered) {

@@ -149,6 +149,26 @@ test('every configuration that cannot be brought is a conflict naming it and say
   assert.deepEqual(await portal.admin.disabledUsers(), []);
 });
 
+test('a conflict over a profile or node not here warns that eduVPN may have retired it: its rows are to delete there, not to add here', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('rita')];
+  // eduVPN took `retired` out of its config.php and node 3 off `employees`: these no longer connect there.
+  const ofRetiredProfile = eduVpnCertificate('rita', { profileId: asProfileId('retired') });
+  const ofRetiredNode = eduVpnPeer('rita', 30, { nodeNumber: asNodeNumber(3) });
+  records.certificates = [ofRetiredProfile];
+  records.wireGuardPeers = [ofRetiredNode];
+
+  const { conflicts } = await planEduVpnImport(ctx, eduVpnStill(records));
+  assert.equal(
+    conflictAbout(conflicts, ofRetiredProfile.commonName).reason,
+    "profile retired is not configured here (profiles here: employees, guests); if eduVPN no longer serves profile retired, these configurations do not connect there either, and adding the profile here would let them connect again: delete their rows in eduVPN's database instead",
+  );
+  assert.equal(
+    conflictAbout(conflicts, ofRetiredNode.publicKey).reason,
+    "node 3 is not one of profile employees's nodes here (0); if eduVPN no longer serves profile employees on node 3, these configurations do not connect there either, and adding the node to the profile here would let them connect again: delete their rows in eduVPN's database instead",
+  );
+});
+
 test('a configuration or authorization whose user eduVPN does not have is a conflict, and nothing is written', async () => {
   const records = emptyRecords();
   records.users = [eduVpnUser('yves')];
