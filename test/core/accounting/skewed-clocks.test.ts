@@ -3,7 +3,8 @@
 // whose clock runs ahead can sort after the Stop another instance queued later. Sent in that
 // order, the server would hear of the session again after its end (a firewall may reopen it). An
 // Interim-Update of a session whose Stop is queued is dropped instead: the Stop has the final
-// counters.
+// counters. Both instances run in this one test process, whose id maker never goes back: where
+// the story needs the ids the instance on time's own process would make, it gives them by hand.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -12,7 +13,9 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import type { PortalEvent } from '../../../src/core/events.js';
 import { asNodeNumber, asProfileId, asUserId } from '../../../src/shared/ids.js';
+import type { Db } from '../../../src/storage/database.js';
 import type { Clock } from '../../../src/shared/time.js';
+import { timeOrderedId } from '../../../src/shared/time-ordered-id.js';
 import { capturedLog } from '../../support/captured-log.js';
 import { detailRecord, startFreeRadius } from '../../support/freeradius.js';
 import { shiftedClock } from '../../support/shifted-clock.js';
@@ -23,6 +26,19 @@ import { until } from '../../support/until.js';
 function idOfAnotherProcess(at: Date): string {
   const time = at.getTime().toString(16).padStart(12, '0');
   return `${time.slice(0, 8)}-${time.slice(8)}-7000-${randomUUID().slice(19)}`;
+}
+
+/**
+ * Gives the record of `statusType` queued in the transaction `trx` the id the process of the
+ * instance that queued it would make at `at`, with a clock of its own: the one id maker of this
+ * process is shared by both instances, and may have run ahead of either's clock.
+ */
+async function giveIdOfItsProcess(trx: Db, statusType: string, at: Date): Promise<void> {
+  await trx
+    .updateTable('radius_outbox')
+    .set({ record_id: idOfAnotherProcess(at) })
+    .where('record', 'like', `%"statusType":"${statusType}"%`)
+    .execute();
 }
 
 /** How far the second instance's clock runs ahead. */
@@ -91,26 +107,33 @@ function ended(userId: string, at: Date): PortalEvent {
 }
 
 test('an Interim-Update an instance with a clock ahead queued never reaches the server after the Stop another instance queued', async (t) => {
-  const { radius, server, clock, logs, onTime, fast, ctx, announce, queued } = await twoInstances(t);
+  const { radius, server, clock, logs, onTime, fast, ctx, queued } = await twoInstances(t);
 
+  // This process's id maker ran ahead, as a test before this one leaves it whose portal ran on a
+  // clock minutes ahead: it never goes back, so every id it makes later is dated past the clocks
+  // of both instances. The instance ahead's interim gets such an id (later than its own process
+  // would make it, and as that one after the Stop's); the instance on time's Start and Stop get
+  // the ids of its own process by hand, or the Start would sort after the Stop.
+  timeOrderedId(Date.now() + 2 * 60_000);
   // The server is away: the session's records wait in the outbox.
   await radius.stop();
-  await announce(started('alice', '10.44.0.7', clock.now()));
+  const startedAt = clock.now();
+  await ctx.events.change(ctx.db, async (trx, record) => {
+    await record(started('alice', '10.44.0.7', startedAt));
+    await giveIdOfItsProcess(trx, 'Start', startedAt);
+  });
   // 35 s on: the interim is due by the clock ahead (65 s) and not yet by the other (35 s).
   clock.advance(35_000);
   await until('the instance ahead to queue the Interim-Update', async () => (await queued()).length === 2, 10_000);
   // The session ends, reported to the instance on time. Its Stop's id is one from its own clock,
-  // as its process makes it: here, in the one process of both instances, the id maker counts on
-  // from the interim's id (test/shared/time-ordered-id.test.ts), so the test gives the Stop the
-  // id the other process would have (in the transaction that queued it: no worker saw another).
+  // as its process makes it in a transaction that did not see the interim: here, in the one
+  // process of both instances, the id maker counts on from the interim's id
+  // (test/shared/time-ordered-id.test.ts), so the test gives the Stop the id the other process
+  // would have (in the transaction that queued it: no worker saw another).
   const endedAt = clock.now();
   await ctx.events.change(ctx.db, async (trx, record) => {
     await record(ended('alice', endedAt));
-    await trx
-      .updateTable('radius_outbox')
-      .set({ record_id: idOfAnotherProcess(endedAt) })
-      .where('record', 'like', '%"statusType":"Stop"%')
-      .execute();
+    await giveIdOfItsProcess(trx, 'Stop', endedAt);
   });
   assert.deepEqual(await queued(), ['Start', 'Stop', 'Interim-Update'], 'the ids sort the Stop before the interim');
 
@@ -168,11 +191,7 @@ test("the next session's Start on an address reaches the server after the Stop o
   const theirs = new Date(Number.parseInt(ours.record_id.replaceAll('-', '').slice(0, 12), 16) + 5_000 + AHEAD_MS);
   await ctx.events.change(ctx.db, async (trx, record) => {
     await record(ended('alice', clock.now()));
-    await trx
-      .updateTable('radius_outbox')
-      .set({ record_id: idOfAnotherProcess(theirs) })
-      .where('record', 'like', '%"statusType":"Stop"%')
-      .execute();
+    await giveIdOfItsProcess(trx, 'Stop', theirs);
   });
   // A second later bob's new configuration has the address, and the instance on time reports his session.
   clock.advance(1_000);
