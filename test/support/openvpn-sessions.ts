@@ -1,9 +1,13 @@
 // OpenVPN sessions as a node reports them through the Node API (`/connect`), without a node:
 // for tests of the connection history and what reads it.
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
 import type { PortalConfigFile } from '../../src/config/schema.js';
 import { asNodeNumber } from '../../src/shared/ids.js';
-import { UNREACHABLE_NODE, type ApiResponse, type TestPortal } from './test-portal.js';
+import { startTestPortal, UNREACHABLE_NODE, type ApiResponse, type TestPortal } from './test-portal.js';
 
 /** One OpenVPN profile, `employees` (10.60.0.0/24, fd60::/64), on a node nobody answers at. */
 export const openVpnEmployees: Partial<PortalConfigFile> = {
@@ -18,6 +22,28 @@ export const openVpnEmployees: Partial<PortalConfigFile> = {
     },
   ],
 };
+
+/**
+ * A portal with `employees` accounting to a RADIUS server that never answers, so every record
+ * stays queued in `radius_outbox` in the order it was queued, on a clock the test moves with
+ * `later`.
+ */
+export async function queuedAccountingPortal(t: TestContext) {
+  const folder = await mkdtemp(join(tmpdir(), 'queued-accounting-'));
+  t.after(() => rm(folder, { recursive: true, force: true }));
+  const secretFile = join(folder, 'radius.secret');
+  await writeFile(secretFile, 'testing123\n', { mode: 0o600 });
+  const clock = { now: new Date('2026-03-01T10:00:00Z') };
+  const portal = await startTestPortal({
+    config: { ...openVpnEmployees, accounting: { radius: { servers: [{ address: '127.0.0.1:9', secretFile }] } } },
+    clock: { now: () => clock.now },
+  });
+  t.after(() => portal.close());
+  const later = (ms: number) => {
+    clock.now = new Date(clock.now.getTime() + ms);
+  };
+  return { portal, clock, later };
+}
 
 /** Makes an OpenVPN configuration for the user in `employees`; returns its connection id (Common Name). */
 export async function openVpnConfiguration(portal: TestPortal, userId: string): Promise<string> {

@@ -4,9 +4,6 @@
 // and a firewall mapping addresses to users never unmaps the new user; the old session's late
 // disconnect report brings it its counters, and sends nothing.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import type { PortalEvent } from '../../../src/core/events.js';
 import { DISCONNECT_REPORT_GRACE_MS, endUnlistedOpenVpnSessions } from '../../../src/core/sessions/index.js';
@@ -15,32 +12,19 @@ import { formatAtom } from '../../../src/shared/time.js';
 import { connectionHistory } from '../../../src/storage/connection-log.js';
 import {
   openVpnConfiguration,
-  openVpnEmployees,
+  queuedAccountingPortal,
   reportOpenVpnConnect,
   reportOpenVpnDisconnect,
 } from '../../support/openvpn-sessions.js';
-import { startTestPortal } from '../../support/test-portal.js';
 
-/** A portal accounting to a RADIUS server that never answers (its records stay queued), on a clock the test moves. */
+/** A portal whose RADIUS records stay queued (see queuedAccountingPortal); what its listeners were told, in order. */
 async function accountingPortal(t: TestContext) {
-  const folder = await mkdtemp(join(tmpdir(), 'address-given-away-'));
-  t.after(() => rm(folder, { recursive: true, force: true }));
-  const secretFile = join(folder, 'radius.secret');
-  await writeFile(secretFile, 'testing123\n', { mode: 0o600 });
-  const clock = { now: new Date('2026-03-01T10:00:00Z') };
-  const portal = await startTestPortal({
-    config: { ...openVpnEmployees, accounting: { radius: { servers: [{ address: '127.0.0.1:9', secretFile }] } } },
-    clock: { now: () => clock.now },
-  });
-  t.after(() => portal.close());
+  const { portal, clock, later } = await queuedAccountingPortal(t);
   const published: string[] = [];
   portal.portal.ctx.events.afterCommit((event: PortalEvent) => {
     if (event.type === 'session.started') published.push(`start ${event.configuration.userId} ${event.ipFour}`);
     if (event.type === 'session.ended') published.push(`stop ${event.session?.userId} ${event.session?.ipFour}`);
   });
-  const later = (ms: number) => {
-    clock.now = new Date(clock.now.getTime() + ms);
-  };
   return { portal, ctx: portal.portal.ctx, clock, later, published };
 }
 

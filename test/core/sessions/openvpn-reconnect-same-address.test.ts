@@ -3,47 +3,31 @@
 // so a firewall mapping addresses to users never unmaps a user who is still connected, and the
 // late disconnect report still brings the old connection's counters to its own history row.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import type { PortalEvent } from '../../../src/core/events.js';
 import { formatAtom } from '../../../src/shared/time.js';
 import { connectionHistory } from '../../../src/storage/connection-log.js';
 import {
   openVpnConfiguration,
-  openVpnEmployees,
   postOpenVpnDisconnect,
+  queuedAccountingPortal,
   reportOpenVpnConnect,
   reportOpenVpnDisconnect,
 } from '../../support/openvpn-sessions.js';
-import { startTestPortal } from '../../support/test-portal.js';
 
 /**
- * A portal accounting to a RADIUS server that never answers (its records stay queued), on a
- * clock the test moves, with one OpenVPN configuration of jona's; what its listeners were told
- * after each commit, in order, each session named by its client's own address.
+ * A portal whose RADIUS records stay queued (see queuedAccountingPortal), with one OpenVPN
+ * configuration of jona's; what its listeners were told after each commit, in order, each session
+ * named by its client's own address.
  */
 async function reconnectingClient(t: TestContext) {
-  const folder = await mkdtemp(join(tmpdir(), 'reconnect-same-address-'));
-  t.after(() => rm(folder, { recursive: true, force: true }));
-  const secretFile = join(folder, 'radius.secret');
-  await writeFile(secretFile, 'testing123\n', { mode: 0o600 });
-  const clock = { now: new Date('2026-03-01T10:00:00Z') };
-  const portal = await startTestPortal({
-    config: { ...openVpnEmployees, accounting: { radius: { servers: [{ address: '127.0.0.1:9', secretFile }] } } },
-    clock: { now: () => clock.now },
-  });
-  t.after(() => portal.close());
+  const { portal, clock, later } = await queuedAccountingPortal(t);
   const ctx = portal.portal.ctx;
   const published: string[] = [];
   ctx.events.afterCommit((event: PortalEvent) => {
     if (event.type === 'session.started') published.push(`start ${event.originatingIp}`);
     if (event.type === 'session.ended') published.push(`stop ${event.session?.originatingIp}`);
   });
-  const later = (ms: number) => {
-    clock.now = new Date(clock.now.getTime() + ms);
-  };
   /** The RADIUS records queued for 10.60.0.2, oldest first: which, and of which session (1 or 2, by its Start). */
   const accounted = async () => {
     const rows = await ctx.db
