@@ -2,10 +2,10 @@
 // certificate is brought, found here already (the same key, user, profile, node and addresses),
 // left because it expired, left because an earlier import brought it and it was revoked here
 // since (or its user was destroyed here), left because eduVPN refuses it at connect (an OpenVPN
-// certificate whose user holds none of its profile's `aclPermissionList`: ./acl.ts), or a conflict naming it — its user is not in eduVPN's
-// users, its profile, node or protocol is not here, its addresses are not in this portal's pool
-// for that profile and node, or its key, common name or addresses belong to another
-// configuration here.
+// certificate whose user holds none of its profile's `aclPermissionList`: ./acl.ts), or a
+// conflict naming it — its user is not in eduVPN's users, its profile, node or protocol is not
+// here, its addresses are not in this portal's pool for that profile and node, or its key,
+// common name or addresses belong to another configuration here.
 import type { EduVpnCertificate, EduVpnUserOwned, EduVpnWireGuardPeer } from '../../eduvpn/deployment.js';
 import { findProfile, type PortalConfig, type ProfileNode } from '../../config/portal-config.js';
 import type { ConnectionId, NodeNumber, ProfileId, UserId, VpnProto } from '../../shared/ids.js';
