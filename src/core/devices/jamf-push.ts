@@ -1,34 +1,33 @@
 // What Jamf Pro's webhooks do to devices: a device that leaves an allowed smart group
 // (`mdmPush.jamf.allowedGroups`) is suspended with reason `jamf-group` (one suspended already for
-// another reason stays suspended for this one too), one that joins it has that reason ended, and
-// is resumed only when no other reason stands (an administrator's or a compliance suspension
-// stays); `ComputerInventoryCompleted` refreshes the computer's identifiers (a device registered
-// with only its serial or only its UDID gets the other, unless another live device holds it in
-// any letter case). A device is found by its UDID
-// (the portal's `mdm_id`), else its serial, letter case aside (several devices that differ only
-// in case are all suspended by a "left", and none is changed otherwise), and resumed only when
-// the other identifier the event names does not differ from the one it is registered with
-// (another Jamf record sharing its serial), and only by a record of a kind its platform may be (a
-// computer: `macos` or `other`; a mobile device: `ios` or `other`): a virtual machine enrolled
-// with a phone's serial neither resumes the phone, nor records a "joined" for it, nor gives it a
-// UDID, while a "left" of either kind suspends it (a platform is only what the registration says,
-// and a revocation errs on the side of the tunnel going). A device registered by its serial alone
-// has no UDID to tell such records apart: with `mdmInventory` of Jamf Pro, the records that hold
-// its serial, computers and mobile devices alike, are looked up before it is resumed or given a
-// UDID, and while several do it is neither (Jamf Pro
-// unreachable: 503, nothing resumed, the event's suspensions applied); a "left" never waits on it;
-// one the event names by its Jamf id alone (as computer group events may) is looked up in Jamf
-// Pro's inventory with the API client of `mdmInventory` when that is Jamf Pro's, before anything
-// changes (Jamf Pro unreachable: 503, so that Jamf Pro sends it again; meanwhile only the devices
-// it names otherwise that left are suspended, and nothing is resumed). Each device keeps the time (Jamf Pro's
+// another reason stays suspended for this one too), one that joins it has that reason ended, and is
+// resumed only when no other reason stands (an administrator's or a compliance suspension stays);
+// `ComputerInventoryCompleted` refreshes the computer's identifiers (a device registered with only
+// its serial or only its UDID gets the other, unless another live device holds it in any letter
+// case). A device is found by its UDID (the portal's `mdm_id`), else its serial, letter case aside
+// (several devices that differ only in case are all suspended by a "left", and none is changed
+// otherwise), and resumed only when the other identifier the event names does not differ from the
+// one it is registered with (another Jamf record sharing its serial), and only by a record of a
+// kind its platform may be (a computer: `macos` or `other`; a mobile device: `ios` or `other`): a
+// virtual machine enrolled with a phone's serial neither resumes the phone, nor records a "joined"
+// for it, nor gives it a UDID, while a "left" of either kind suspends it (a platform is only what
+// the registration says, and a revocation errs on the side of the tunnel going). A device
+// registered by its serial alone has no UDID to tell such records apart: with `mdmInventory` of
+// Jamf Pro, the records that hold its serial, computers and mobile devices alike, are looked up
+// before it is resumed or given a UDID, and while several do it is neither (Jamf Pro unreachable:
+// 503, nothing resumed, the event's suspensions applied); a "left" never waits on it; one the event
+// names by its Jamf id alone (as computer group events may) is looked up in Jamf Pro's inventory
+// with the API client of `mdmInventory` when that is Jamf Pro's, before anything changes (Jamf Pro
+// unreachable: 503, so that Jamf Pro sends it again; meanwhile only the devices it names otherwise
+// that left are suspended, and nothing is resumed). Each device keeps the time (Jamf Pro's
 // `eventTimestamp`) of the newest group event applied to it, and an older one delivered late or
-// again changes nothing for it, nor does a "joined" as old as the event applied (of a "left" and
-// a "joined" of one moment, the "left" stands); one dated ahead of the portal's clock orders
-// nothing and resumes nothing. A device the event names among those that left is not resumed by
-// the same event's "joined" entries. Repeated deliveries change nothing (suspending a suspended device
-// and resuming an unsuspended one are no-ops), and a device the portal does not know is logged
-// and counted, never an error: Jamf would only send it again; so is one retired between its
-// look-up and its change, and the event goes on with the others it names. The changes are the portal's own
+// again changes nothing for it, nor does a "joined" as old as the event applied (of a "left" and a
+// "joined" of one moment, the "left" stands); one dated ahead of the portal's clock orders nothing
+// and resumes nothing. A device the event names among those that left is not resumed by the same
+// event's "joined" entries. Repeated deliveries change nothing (suspending a suspended device and
+// resuming an unsuspended one are no-ops), and a device the portal does not know is logged and
+// counted, never an error: Jamf would only send it again; so is one retired between its look-up and
+// its change, and the event goes on with the others it names. The changes are the portal's own
 // (audit key `(portal)`, by `jamf`), as those of the inventory sync.
 import type { JamfPushConfig } from '../../config/portal-config.js';
 import { jamfDevicesById, jamfRecordsWithSerials } from '../../mdm-client/jamf.js';
