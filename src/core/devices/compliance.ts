@@ -5,7 +5,8 @@
 // made for compliance, never from one an administrator made by hand. A device suspended already
 // for another reason (Jamf Pro's group, an administrator's) is suspended for compliance too, so
 // that it stays suspended for as long as either reason stands. Everything else is kept as it is,
-// so a pass repeated with the same answer changes nothing. Pure: the pass applies it.
+// so a pass repeated with the same answer changes nothing. A device found by its serial is judged
+// by the strictest of the records holding it, as any record may. Pure: the pass applies it.
 import type { MdmComplianceConfig } from '../../config/portal-config.js';
 import type { MdmDeviceCompliance } from '../../mdm-client/inventory.js';
 import type { DeviceId, UserId } from '../../shared/ids.js';
@@ -107,12 +108,12 @@ export function complianceChanges(
   rules: MdmComplianceConfig,
   now: Date,
 ): ComplianceChange[] {
-  const byIdentifier = recordsByIdentifier(records, matches, now);
+  const verdictOf = matches === 'serial' ? serialVerdicts(records, rules, now) : idVerdicts(records, rules, now);
   const changes: ComplianceChange[] = [];
   for (const device of devices) {
     const identifier = matches === 'mdm_id' ? device.mdmId : device.serial;
     if (identifier === null) continue;
-    const verdict = judgeCompliance(byIdentifier.get(inventoryIdentifier(identifier)), rules, now);
+    const verdict = verdictOf(inventoryIdentifier(identifier));
     const { deviceId, userId, serial, mdmId } = device;
     const forCompliance = standingSuspensions(device.suspension).filter(
       (suspension) => complianceReason(suspension.reason) !== undefined,
@@ -173,9 +174,79 @@ interface Candidates {
   ahead?: MdmDeviceCompliance;
 }
 
+/** How strict a verdict is: the first suspends for what the MDM said, the last resumes. */
+const VERDICT_STRICTNESS = ['suspend noncompliant', 'suspend stale', 'keep', 'resume'] as const;
+
+function verdictStrictness(verdict: ComplianceVerdict): number {
+  const key = verdict.action === 'suspend' ? `suspend ${verdict.reason}` : verdict.action;
+  return (VERDICT_STRICTNESS as readonly string[]).indexOf(key);
+}
+
 /**
- * One record per identifier. An MDM may hold two for a device (Intune keeps the old record of a
- * device enrolled again for a while): the one that checked in last counts, and of two equally
+ * The verdicts of devices found by their serial alone. A serial is no proof of which record is
+ * the device: any record may hold it (a virtual machine enrolled with a laptop's serial, the old
+ * record of a device enrolled again or of a Mac whose logic board was replaced), and the one that
+ * synced last is simply the one that synced last. Taking it would let a compliant record synced
+ * after the device's noncompliant one end, or keep off, the device's suspension. So every record
+ * holding the serial is judged and the strictest verdict counts, as a clock set wrong can already
+ * only err towards suspending: a revocation is not undone by a record enrolled beside it. Only a
+ * record's age is weighed against the others: a record that has not synced for `staleAfter` is
+ * not judged stale while another record with the serial synced within it by a believable clock
+ * (the device checks in, under one of its records), so an old record left behind does not keep a
+ * device suspended for ever; what it last said of compliance still counts until it is deleted in
+ * the MDM.
+ */
+function serialVerdicts(
+  records: readonly MdmDeviceCompliance[],
+  rules: MdmComplianceConfig,
+  now: Date,
+): (serial: string) => ComplianceVerdict {
+  const bySerial = new Map<string, MdmDeviceCompliance[]>();
+  for (const record of records) {
+    if (record.serial === null) continue;
+    const key = inventoryIdentifier(record.serial);
+    const held = bySerial.get(key);
+    if (held === undefined) bySerial.set(key, [record]);
+    else held.push(record);
+  }
+  const believedUntil = now.getTime() + CHECK_IN_AHEAD_LEEWAY_MS;
+  const fresh = (record: MdmDeviceCompliance) => {
+    const at = record.lastCheckIn?.getTime();
+    return (
+      at !== undefined &&
+      at <= believedUntil &&
+      (rules.staleAfterMs === null || now.getTime() - at <= rules.staleAfterMs)
+    );
+  };
+  const withoutStaleness: MdmComplianceConfig = { ...rules, staleAfterMs: null };
+  return (serial) => {
+    const held = bySerial.get(serial) ?? [];
+    if (held.length <= 1) return judgeCompliance(held[0], rules, now);
+    // One record synced within staleAfter: the device checks in, and the others' age says nothing more.
+    const oneSyncs = held.some(fresh);
+    const verdicts = held.map((record) => judgeCompliance(record, oneSyncs ? withoutStaleness : rules, now));
+    // The strictest; of two as strict, the last by its text (of two stale ones, the later check-in: the
+    // device's last under any record), so that the order Graph lists them in does not matter.
+    return verdicts.reduce((strictest, verdict) => {
+      const difference = verdictStrictness(verdict) - verdictStrictness(strictest);
+      return difference < 0 || (difference === 0 && verdict.why > strictest.why) ? verdict : strictest;
+    });
+  };
+}
+
+/** The verdicts of devices found by their MDM id: the id is the record's own, so its record counts. */
+function idVerdicts(
+  records: readonly MdmDeviceCompliance[],
+  rules: MdmComplianceConfig,
+  now: Date,
+): (id: string) => ComplianceVerdict {
+  const byId = recordsById(records, now);
+  return (id) => judgeCompliance(byId.get(id), rules, now);
+}
+
+/**
+ * One record per MDM id. A list may hold an id twice (a JSON export's duplicates; Graph lists a
+ * device once): the one that checked in last counts, and of two equally
  * recent (or undated) ones the stricter. A check-in more than CHECK_IN_AHEAD_LEEWAY_MS ahead of
  * `now` (a device, or an MDM, with its clock set wrong) says nothing of which record is newer,
  * and taken at its word it would win over every other record for as long as the clock is wrong,
@@ -183,17 +254,12 @@ interface Candidates {
  * strictest, and of it and the record that checked in last by a believable clock the stricter
  * counts. A wrong clock thus neither hides a stricter record nor brings back a laxer one.
  */
-function recordsByIdentifier(
-  records: readonly MdmDeviceCompliance[],
-  matches: 'serial' | 'mdm_id',
-  now: Date,
-): Map<string, MdmDeviceCompliance> {
+function recordsById(records: readonly MdmDeviceCompliance[], now: Date): Map<string, MdmDeviceCompliance> {
   const candidates = new Map<string, Candidates>();
   const believedUntil = now.getTime() + CHECK_IN_AHEAD_LEEWAY_MS;
   for (const record of records) {
-    const identifier = matches === 'mdm_id' ? record.id : record.serial;
-    if (identifier === null) continue;
-    const key = inventoryIdentifier(identifier);
+    if (record.id === null) continue;
+    const key = inventoryIdentifier(record.id);
     const found = candidates.get(key) ?? {};
     candidates.set(key, found);
     if ((record.lastCheckIn?.getTime() ?? -Infinity) > believedUntil) {

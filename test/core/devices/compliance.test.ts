@@ -6,7 +6,8 @@
 // are kept by default; a device that stopped checking in is suspended as stale; a pass that would
 // suspend more than maxSuspendPerPass suspends none and says so once in the log and in the
 // metrics (devices suspended already for another reason, which are suspended for compliance too,
-// are not counted); a malformed JSON entry changes nothing.
+// are not counted); a malformed JSON entry changes nothing; a virtual machine enrolled with a
+// laptop's serial neither resumes the laptop nor keeps it from being suspended.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -85,23 +86,52 @@ describe('the verdict on one device', () => {
     assert.equal(judgeCompliance(record({ kind: 'compliant' }, null), RULES, NOW).action, 'resume', 'no check-in time');
   });
 
-  test('of two records of one serial, the one that checked in last counts, and of two equally recent the stricter', () => {
+  test('of two records of one MDM id, the one that checked in last counts, and of two equally recent the stricter', () => {
     const device = {
       deviceId: asDeviceId('dev_000000000001aaaaaaaaaaaa'),
+      userId: asUserId('alice'),
+      serial: 'S-1',
+      mdmId: 'id-1',
+      state: 'active' as const,
+      suspension: null,
+    };
+    const older = record({ kind: 'noncompliant' }, new Date(NOW.getTime() - DAY_MS));
+    const newer = record({ kind: 'compliant' });
+    assert.deepEqual(complianceChanges([device], [older, newer], 'mdm_id', RULES, NOW), []);
+    const changes = complianceChanges([device], [newer, record({ kind: 'noncompliant' })], 'mdm_id', RULES, NOW);
+    assert.deepEqual(
+      changes.map((change) => change.action),
+      ['suspend'],
+    );
+  });
+
+  test('of the records holding the serial of a device found by its serial, the strictest counts, whichever synced last', () => {
+    const device = {
+      deviceId: asDeviceId('dev_000000000002aaaaaaaaaaaa'),
       userId: asUserId('alice'),
       serial: 'S-1',
       mdmId: null,
       state: 'active' as const,
       suspension: null,
     };
-    const older = record({ kind: 'noncompliant' }, new Date(NOW.getTime() - DAY_MS));
-    const newer = record({ kind: 'compliant' });
-    assert.deepEqual(complianceChanges([device], [older, newer], 'serial', RULES, NOW), []);
-    const changes = complianceChanges([device], [newer, record({ kind: 'noncompliant' })], 'serial', RULES, NOW);
-    assert.deepEqual(
-      changes.map((change) => change.action),
-      ['suspend'],
-    );
+    const laptop = record({ kind: 'noncompliant' }, new Date(NOW.getTime() - DAY_MS));
+    const virtualMachine = { ...record({ kind: 'compliant' }), id: 'id-vm' };
+    const actions = (records: MdmDeviceCompliance[]) =>
+      complianceChanges([device], records, 'serial', RULES, NOW).map((change) => `${change.action} ${change.why}`);
+    assert.deepEqual(actions([laptop, virtualMachine]), ['suspend noncompliant']);
+    assert.deepEqual(actions([virtualMachine, laptop]), ['suspend noncompliant']);
+    // A record left behind for 60 days (a logic board replaced) is not stale while another syncs...
+    const leftBehind = { ...record({ kind: 'compliant' }, new Date(NOW.getTime() - 60 * DAY_MS)), id: 'id-old' };
+    assert.deepEqual(actions([leftBehind, record({ kind: 'compliant' })]), []);
+    // ...but what it last said of compliance counts, and with no record syncing it is stale.
+    assert.deepEqual(actions([{ ...leftBehind, state: { kind: 'noncompliant' } }, record({ kind: 'compliant' })]), [
+      'suspend noncompliant',
+    ]);
+    const alsoOld = record({ kind: 'compliant' }, new Date(NOW.getTime() - 30 * DAY_MS));
+    assert.deepEqual(actions([leftBehind, alsoOld]), [`suspend last check-in ${alsoOld.lastCheckIn?.toISOString()}`]);
+    // A record dated ahead is no proof that the device syncs.
+    const ahead = { ...record({ kind: 'compliant' }, new Date(NOW.getTime() + 365 * DAY_MS)), id: 'id-ahead' };
+    assert.equal(actions([leftBehind, ahead]).length, 1);
   });
 });
 
@@ -147,7 +177,13 @@ describe('records dated ahead of the portal', () => {
 
   test("a check-in a few minutes ahead (clocks drift) still counts as the latest, and a device's only record counts however dated", () => {
     const drifted = record({ kind: 'compliant' }, new Date(NOW.getTime() + 4 * 60_000));
-    assert.deepEqual(actions(device, [record({ kind: 'noncompliant' }), drifted]), ['resume compliant']);
+    const byId = { ...device, mdmId: 'id-1' };
+    assert.deepEqual(
+      complianceChanges([byId], [record({ kind: 'noncompliant' }), drifted], 'mdm_id', RULES, NOW).map(
+        (change) => `${change.action} ${change.why}`,
+      ),
+      ['resume compliant'],
+    );
     assert.deepEqual(actions(device, [record({ kind: 'compliant' }, nextYear)]), ['resume compliant']);
     assert.deepEqual(actions(active, [record({ kind: 'noncompliant' }, nextYear)]), ['suspend noncompliant']);
   });
@@ -403,6 +439,63 @@ describe("devices follow Intune's compliance", () => {
       [],
       'the check-in made during the reading is not a clock set wrong: the new record counts, and it is recent',
     );
+  });
+
+  test("a virtual machine enrolled with a laptop's serial neither keeps the laptop from being suspended nor resumes it", async () => {
+    const registered = await portal.admin.registerDevice({
+      user_id: 'user9',
+      profile_id: 'employees',
+      platform: 'windows',
+      serial: 'CMP-9',
+    });
+    ids.set('CMP-9', asDeviceId(registered.device_id));
+    clock.advance(2000);
+    const at = (offsetMs: number) => new Date(clock.now().getTime() + offsetMs).toISOString();
+    const devices = mdm.devices;
+    // The laptop's own record finds it noncompliant: it is suspended.
+    const laptop: StandInDevice = {
+      id: 'dddddddd-0000-0000-0000-0000000000b9',
+      serial: 'CMP-9',
+      complianceState: 'noncompliant',
+      lastSync: at(-3_600_000),
+    };
+    mdm.devices = [...devices, laptop];
+    const alone = await pass();
+    assert.ok(alone.outcome === 'retired', alone.outcome);
+    assert.deepEqual(alone.compliance?.suspended, [ids.get('CMP-9')]);
+    // A virtual machine enrolled with the laptop's serial reports compliant, and syncs after the
+    // laptop: the suspension stands.
+    clock.advance(60_000);
+    const virtualMachine: StandInDevice = {
+      id: 'dddddddd-0000-0000-0000-0000000000c9',
+      serial: 'CMP-9',
+      lastSync: at(0),
+    };
+    mdm.devices = [...devices, laptop, virtualMachine];
+    const beside = await pass();
+    assert.ok(beside.outcome === 'retired', beside.outcome);
+    assert.deepEqual(
+      beside.compliance?.resumed,
+      [],
+      'a record enrolled beside the laptop does not undo its suspension',
+    );
+    assert.equal((await device('CMP-9')).suspension?.reason, 'noncompliant');
+    // The laptop itself compliant again: it is resumed.
+    mdm.devices = [...devices, { ...laptop, complianceState: 'compliant', lastSync: at(0) }, virtualMachine];
+    const compliant = await pass();
+    assert.ok(compliant.outcome === 'retired', compliant.outcome);
+    assert.deepEqual(compliant.compliance?.resumed, [ids.get('CMP-9')]);
+    // Noncompliant again, while the virtual machine synced later still: it is suspended again.
+    clock.advance(60_000);
+    mdm.devices = [...devices, { ...laptop, lastSync: at(-30_000) }, { ...virtualMachine, lastSync: at(0) }];
+    const again = await pass();
+    assert.ok(again.outcome === 'retired', again.outcome);
+    assert.deepEqual(
+      again.compliance?.suspended,
+      [ids.get('CMP-9')],
+      'nor does it keep the laptop from being suspended',
+    );
+    mdm.devices = devices;
   });
 });
 
