@@ -95,7 +95,7 @@ async function leftToCheck<
   db: Db,
   page: readonly C[],
   facts: ImportFacts,
-  outcome: Pick<PageOutcome<unknown>, 'expired' | 'removedHere' | 'withheld'>,
+  outcome: Pick<PageOutcome<unknown>, 'expired' | 'removedHere' | 'withheld' | 'conflicts'>,
   configurations: {
     readonly proto: 'wireguard' | 'openvpn';
     readonly kind: 'wireGuardPeers' | 'certificates';
@@ -105,17 +105,23 @@ async function leftToCheck<
   const { proto, kind, idOf } = configurations;
   const unexpired = page.filter((configuration) => configuration.expiresAt > facts.now);
   outcome.expired = page.length - unexpired.length;
+  // A user id this portal cannot hold is asked of nothing here (PostgreSQL refuses a NUL in a query too).
+  const usable = unexpired.filter((configuration) => {
+    const reason = ofUnusableUser(configuration);
+    if (reason !== undefined) outcome.conflicts.push({ kind, record: idOf(configuration), reason });
+    return reason === undefined;
+  });
   const removed = await configurationsRemovedHere(
     db,
     proto,
-    unexpired.map((configuration) => ({
+    usable.map((configuration) => ({
       connectionId: idOf(configuration),
       userId: configuration.userId,
       createdAt: configuration.createdAt,
     })),
     facts.usersDisabledHereAtStart,
   );
-  return unexpired.filter((configuration) => {
+  return usable.filter((configuration) => {
     const removal = removed.get(idOf(configuration));
     if (removal === undefined) return true;
     outcome.removedHere.push({ kind, record: idOf(configuration), reason: removal.reason });
@@ -157,6 +163,31 @@ export function noteConfiguration(
  */
 export function withoutUser(record: EduVpnUserOwned): string {
   return `its user ${record.userId} is not in eduVPN's table users (delete the row there, or add the user)`;
+}
+
+/** The most characters a user id has here: the columns' `varchar(255)`, and what the Admin API takes. */
+export const MAX_USER_ID_LENGTH = 255;
+
+/**
+ * Why this portal cannot hold a user id eduVPN's database took (SQLite does not enforce its
+ * `VARCHAR(255)`), or undefined when it can: longer than the columns here (PostgreSQL would
+ * refuse the write in the middle of the import), or with a NUL character (PostgreSQL cannot
+ * store one). The Admin API takes neither, so such a user could never be addressed here; the
+ * plan names it as a conflict, with what is issued to it, before anything is written.
+ */
+export function unusableUserId(userId: string): string | undefined {
+  const length = [...userId].length;
+  if (length > MAX_USER_ID_LENGTH)
+    return `the user id is ${length} characters long; this portal and its Admin API take at most ${MAX_USER_ID_LENGTH} (shorten it in eduVPN's database, in every table that names it, or delete the user there)`;
+  if (userId.includes('\u0000'))
+    return "the user id contains a NUL character, which this portal cannot store and its Admin API does not take (change it in eduVPN's database, or delete the user there)";
+  return undefined;
+}
+
+/** Why a configuration, authorization or history row is not brought: its user's id cannot be held here. */
+export function ofUnusableUser(record: { readonly userId: UserId }, whose = 'its user'): string | undefined {
+  const problem = unusableUserId(record.userId);
+  return problem === undefined ? undefined : `${whose} cannot be brought: ${problem}`;
 }
 
 /**

@@ -1,5 +1,6 @@
 // The eduVPN records other than configurations, page by page, against this portal: users (the
-// same id is the same user, unless the disabled flag differs; one destroyed here is left, brought
+// same id is the same user, unless the disabled flag differs; an id this portal cannot hold is a
+// conflict, as is every authorization and history row naming it; one destroyed here is left, brought
 // by an earlier import or made here, and so is one an import brought that is disabled here while
 // eduVPN has it enabled: it stays disabled), OAuth authorizations (those a configuration names,
 // or not expired; one an earlier import brought and deleted here since is left, and so are a
@@ -20,7 +21,14 @@ import { storedLogIds, type ImportedConnection } from '../../storage/connection-
 import type { Db } from '../../storage/database.js';
 import { dailyStatsOf, type DailyStats } from '../../storage/statistics.js';
 import { usersWithIds, type ImportedUser } from '../../storage/users.js';
-import { emptyOutcome, type ImportFacts, type PageOutcome, withoutUser } from './configurations.js';
+import {
+  emptyOutcome,
+  type ImportFacts,
+  ofUnusableUser,
+  type PageOutcome,
+  unusableUserId,
+  withoutUser,
+} from './configurations.js';
 import {
   authorizationsRemovedHere,
   disabledHere,
@@ -42,19 +50,25 @@ export async function checkUsers(
   facts: ImportFacts,
 ): Promise<PageOutcome<ImportedUser>> {
   const outcome = emptyOutcome<ImportedUser>();
+  // Named first, and asked of nothing here: no column here holds such an id.
+  const usable = page.filter((user) => {
+    const reason = unusableUserId(user.userId);
+    if (reason !== undefined) outcome.conflicts.push({ kind: 'users', record: user.userId, reason });
+    return reason === undefined;
+  });
   const here = await usersWithIds(
     db,
-    page.map((user) => user.userId),
+    usable.map((user) => user.userId),
   );
   const destroyed = await usersDestroyedHere(
     db,
-    page.filter((user) => !here.has(user.userId)).map((user) => user.userId),
+    usable.filter((user) => !here.has(user.userId)).map((user) => user.userId),
   );
   const disabledHereOnly = await usersBroughtBefore(
     db,
-    page.filter((user) => !user.isDisabled && here.get(user.userId)?.isDisabled === true).map((user) => user.userId),
+    usable.filter((user) => !user.isDisabled && here.get(user.userId)?.isDisabled === true).map((user) => user.userId),
   );
-  for (const user of page) {
+  for (const user of usable) {
     const stored = here.get(user.userId);
     // Disabled here by anyone but the import (as for the configurations): a user the import brought
     // disabled keeps its authorizations, so that a run that stopped after the users continues.
@@ -94,7 +108,11 @@ export async function checkAuthorizations(
   const wanted = page.filter((authorization) => {
     const keep = authorization.expiresAt > facts.now || facts.namedAuthorizations.has(authorization.authKey);
     if (!keep) outcome.expired++;
-    return keep;
+    // A user id this portal cannot hold is asked of nothing here (PostgreSQL refuses a NUL in a query too).
+    const unusable = keep ? ofUnusableUser(authorization) : undefined;
+    if (unusable !== undefined)
+      outcome.conflicts.push({ kind: 'authorizations', record: authorization.authKey, reason: unusable });
+    return keep && unusable === undefined;
   });
   const here = new Map(
     (
@@ -190,7 +208,16 @@ export async function checkConnectionLog(
   for (const row of rows) {
     if (here.has(row.logId)) outcome.alreadyHere++;
     else if (pastRetention(row, facts)) outcome.expired++;
-    else outcome.bring.push(row);
+    else {
+      const unusable = ofUnusableUser(row, 'the user of this history row');
+      if (unusable === undefined) outcome.bring.push(row);
+      else
+        outcome.conflicts.push({
+          kind: 'connectionLog',
+          record: `${row.connectionId} connected at ${row.connectedAt}`,
+          reason: unusable,
+        });
+    }
   }
   return outcome;
 }

@@ -1,9 +1,10 @@
 // Each conflict the eduVPN import finds, against a real portal and database (both databases in
 // the suite), named with its record: a key, address pair or common name used here by another
 // configuration, a place this portal's pools cannot hold, a profile, node or protocol that is
-// not here, a configuration or authorization whose user eduVPN does not have, a user whose
-// disabled flag differs, key files that differ or do not fit, a day's statistics this portal
-// counted otherwise. While there is one, the import writes nothing.
+// not here, a configuration or authorization whose user eduVPN does not have, a user id this
+// portal cannot hold (with all that names it), a user whose disabled flag differs, key files
+// that differ or do not fit, a day's statistics this portal counted otherwise. While there is
+// one, the import writes nothing.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
@@ -194,6 +195,82 @@ test('a configuration or authorization whose user eduVPN does not have is a conf
   for (const record of [peer.publicKey, certificate.commonName, 'nobody-app'])
     assert.match(conflictAbout(refused.plan.conflicts, record).reason, /user nobody is not in eduVPN's table users/);
   assert.deepEqual((await portal.admin.users()).sort(), ['alice'], 'nothing was written');
+});
+
+test('a user whose id is longer than 255 characters or holds a NUL is a conflict with all it has, found before anything is written', async () => {
+  // eduVPN's SQLite database does not enforce its VARCHAR(255): such ids can be there.
+  const long = 'l'.repeat(256);
+  const withNul = 'nul\u0000user';
+  // 255 characters, 510 UTF-16 units: this portal holds it (its columns count characters).
+  const longest = '😀'.repeat(255);
+  const records = emptyRecords();
+  records.users = [eduVpnUser(long), eduVpnUser(withNul), eduVpnUser(longest)];
+  const peer = eduVpnPeer(long, 40);
+  const certificate = eduVpnCertificate(long);
+  const peerWithNul = eduVpnPeer(withNul, 41);
+  records.wireGuardPeers = [peer, peerWithNul];
+  records.certificates = [certificate];
+  records.authorizations = [
+    {
+      authKey: 'long-app',
+      userId: asUserId(long),
+      userFound: true,
+      clientId: 'org.eduvpn.app.linux',
+      scope: 'config',
+      authorizedAt: '2026-10-01T08:00:00+00:00',
+      expiresAt: '2099-01-01T00:00:00+00:00',
+    },
+  ];
+  const connectedAt = new Date(Date.now() - 3_600_000).toISOString().replace(/\.\d{3}Z$/, '+00:00');
+  records.connectionLog = [
+    {
+      userId: asUserId(long),
+      writtenUserId: asUserId(long),
+      profileId: asProfileId('employees'),
+      vpnProto: 'openvpn',
+      connectionId: certificate.commonName,
+      ipFour: '10.45.0.2',
+      ipSix: 'fd45::2',
+      connectedAt,
+      disconnectedAt: null,
+      bytesIn: null,
+      bytesOut: null,
+    },
+  ];
+
+  const plan = await planEduVpnImport(ctx, eduVpnStill(records));
+  assert.equal(plan.conflictCount, 7, JSON.stringify(plan.conflicts, null, 2));
+  assert.match(
+    conflictAbout(plan.conflicts, long).reason,
+    /^the user id is 256 characters long; this portal and its Admin API take at most 255/,
+  );
+  assert.match(conflictAbout(plan.conflicts, withNul).reason, /contains a NUL character/);
+  assert.match(conflictAbout(plan.conflicts, peerWithNul.publicKey).reason, /^its user cannot be brought: .*NUL/);
+  for (const record of [peer.publicKey, certificate.commonName, 'long-app'])
+    assert.match(
+      conflictAbout(plan.conflicts, record).reason,
+      /^its user cannot be brought: the user id is 256 characters long/,
+    );
+  assert.match(
+    conflictAbout(plan.conflicts, `${certificate.commonName} connected at ${connectedAt}`).reason,
+    /^the user of this history row cannot be brought/,
+  );
+  assert.equal(plan.counts.users.toBring, 1, 'the 255-character user is brought');
+
+  const refused = await importEduVpn(ctx, eduVpnStill(records));
+  assert.equal(refused.applied, null);
+  assert.deepEqual((await portal.admin.users()).sort(), ['alice'], 'nothing was written');
+});
+
+test('the import of a user with a 256-character id stops at the plan, not at a database error in the middle of the writes', async () => {
+  const records = emptyRecords();
+  records.users = [eduVpnUser('zoe'), eduVpnUser('m'.repeat(256))];
+  records.wireGuardPeers = [eduVpnPeer('zoe', 42)];
+
+  const refused = await importEduVpn(ctx, eduVpnStill(records));
+  assert.equal(refused.applied, null);
+  assert.equal(refused.plan.conflictCount, 1);
+  assert.deepEqual((await portal.admin.users()).sort(), ['alice'], 'not even zoe was written');
 });
 
 test('key files here that hold other keys, and node keys that do not fit the issued files, are conflicts', async () => {
