@@ -62,6 +62,9 @@ const DURATION_TEXT_REFUSAL = {
   abort: true,
 };
 
+/** The most characters (code points) of a user id: the columns' `varchar(255)`, as the reference's. */
+export const MAX_USER_ID_LENGTH = 255;
+
 /** The most items a listing's page holds (its `limit`), and the most uses an enrollment token takes. */
 export const MAX_PAGE_SIZE = 1000;
 
@@ -85,7 +88,7 @@ const lengthBetween = (min: number, max: number) => (value: string) => {
 const withoutNul = (value: string) => !value.includes('\u0000');
 
 export const param = {
-  userId: z.string().refine(lengthBetween(1, 255)).refine(withoutNul).transform(asUserId),
+  userId: z.string().refine(lengthBetween(1, MAX_USER_ID_LENGTH)).refine(withoutNul).transform(asUserId),
   profileId: z
     .string()
     .regex(/^[a-zA-Z0-9-.]+$/)

@@ -15,6 +15,7 @@ import type { PoolKey } from '../../storage/ip-pools.js';
 import { peersAtAddresses, peersWithKeys, type NewPeer } from '../../storage/wg-peers.js';
 import { clientAddressesAt, poolIndexOf } from '../../wireguard/address-pool.js';
 import type { ImportedRecord } from '../../storage/imported-records.js';
+import { MAX_USER_ID_LENGTH } from '../../protocol/admin-api-params.js';
 import { aclRefusal, type AclPermissions } from './acl.js';
 import type { ImportConflict, RemovedHere } from './plan-types.js';
 import { configurationsRemovedHere } from './removed-here.js';
@@ -164,9 +165,6 @@ export function noteConfiguration(
 export function withoutUser(record: EduVpnUserOwned): string {
   return `its user ${record.userId} is not in eduVPN's table users (delete the row there, or add the user)`;
 }
-
-/** The most characters a user id has here: the columns' `varchar(255)`, and what the Admin API takes. */
-export const MAX_USER_ID_LENGTH = 255;
 
 /**
  * Why this portal cannot hold a user id eduVPN's database took (SQLite does not enforce its
