@@ -103,15 +103,15 @@ export async function jamfDevicesById(
 }
 
 /**
- * For each serial, the UDIDs of the computers (or mobile devices) that hold it, letter case aside
- * (keyed by the serial in capitals): more than one when Jamf Pro holds several records with it (a
- * virtual machine enrolled with a laptop's serial, a replaced logic board's old record, a
- * duplicated record). A record without a UDID is given as null. One request a serial. Throws
- * MdmInventoryError when Jamf Pro cannot be read.
+ * For each serial, the UDIDs of the records of these kinds (computers, mobile devices) that hold
+ * it, letter case aside (keyed by the serial in capitals): more than one when Jamf Pro holds
+ * several records with it (a virtual machine enrolled with a laptop's serial, a replaced logic
+ * board's old record, a duplicated record). A record without a UDID is given as null. One token a
+ * call, one request a serial and kind. Throws MdmInventoryError when Jamf Pro cannot be read.
  */
 export async function jamfRecordsWithSerials(
   source: JamfSource,
-  kind: 'computer' | 'mobile',
+  kinds: readonly ('computer' | 'mobile')[],
   serials: readonly string[],
 ): Promise<Map<string, (string | null)[]>> {
   const found = new Map<string, (string | null)[]>();
@@ -127,7 +127,7 @@ export async function jamfRecordsWithSerials(
     const keep = (udid: string | null | undefined, held: string | null | undefined) => {
       if (held?.toUpperCase() === key) udids.push(nonEmpty(udid));
     };
-    if (kind === 'computer')
+    if (kinds.includes('computer'))
       await readPages(
         `${source.url}${COMPUTERS_LIST}&filter=${encodeURIComponent(rsqlEquals('hardware.serialNumber', serial))}`,
         headers,
@@ -135,7 +135,7 @@ export async function jamfRecordsWithSerials(
         (record) => keep(record.udid, record.hardware?.serialNumber),
       );
     // Few records hold one serial: one page, in the list's default order.
-    else
+    if (kinds.includes('mobile'))
       await readPages(
         `${source.url}/api/v2/mobile-devices/detail?section=GENERAL&section=HARDWARE&filter=${encodeURIComponent(rsqlEquals('serialNumber', serial))}`,
         headers,

@@ -99,13 +99,13 @@ describe('the MDM inventory clients', () => {
       { id: 'cccccccc-0000-0000-0000-000000000006', serial: 'c02aaa1', kind: 'computer' },
       { id: 'cccccccc-0000-0000-0000-000000000007', serial: 'C02"Q\\1', kind: 'computer' },
     ];
-    const computers = await jamfRecordsWithSerials(jamf, 'computer', ['C02AAA1', 'C02"Q\\1', 'C02NONE']);
+    const computers = await jamfRecordsWithSerials(jamf, ['computer'], ['C02AAA1', 'C02"Q\\1', 'C02NONE']);
     assert.deepEqual(Object.fromEntries(computers), {
       C02AAA1: ['aaaaaaaa-0000-0000-0000-000000000001', 'cccccccc-0000-0000-0000-000000000006'],
       'C02"Q\\1': ['cccccccc-0000-0000-0000-000000000007'],
       C02NONE: [],
     });
-    const mobile = await jamfRecordsWithSerials(jamf, 'mobile', ['dmpbbb4']);
+    const mobile = await jamfRecordsWithSerials(jamf, ['mobile'], ['dmpbbb4']);
     assert.deepEqual(Object.fromEntries(mobile), { DMPBBB4: ['bbbbbbbb-0000-0000-0000-000000000004'] });
     const lists = mdm.requests.filter((request) => request.method === 'GET').map((request) => request.url);
     assert.equal(lists.length, 4, 'one request a serial, none for the whole inventory');

@@ -410,15 +410,12 @@ async function recordsHoldingSerials(
 ): Promise<{ readonly counts: ReadonlyMap<string, number>; readonly unreadable: string | null }> {
   const source = ctx.config.mdmInventory?.source;
   if (serials.length === 0 || source?.provider !== 'jamf') return { counts: new Map(), unreadable: null };
-  const counts = new Map<string, number>();
   try {
-    for (const kind of ['computer', 'mobile'] as const)
-      for (const [serial, udids] of await jamfRecordsWithSerials(source, kind, serials))
-        counts.set(serial, (counts.get(serial) ?? 0) + udids.length);
+    const records = await jamfRecordsWithSerials(source, ['computer', 'mobile'], serials);
+    return { counts: new Map([...records].map(([serial, udids]) => [serial, udids.length])), unreadable: null };
   } catch (error) {
     return { counts: new Map(), unreadable: messageOf(error) };
   }
-  return { counts, unreadable: null };
 }
 
 /**
