@@ -1,13 +1,13 @@
-// The eduVPN records other than configurations, page by page, against this portal: users (the
-// same id is the same user, unless the disabled flag differs; an id this portal cannot hold is a
-// conflict, as is every authorization and history row naming it; one destroyed here is left, brought
-// by an earlier import or made here, and so is one an import brought that is disabled here while
-// eduVPN has it enabled: it stays disabled), OAuth authorizations (those a configuration names,
-// or not expired; one an earlier import brought and deleted here since is left, and so are a
-// destroyed or disabled user's), the connection log (each row with a log id derived from the row, so a
-// second run finds it; one that ended before `connectionLogRetention` is left, as the retention
-// here deleted it or would, unless a legal hold keeps its user's history; an open WireGuard row is
-// brought closed at the import) and the daily statistics.
+// The eduVPN records other than configurations, page by page, against this portal: users (the same
+// id is the same user, unless the disabled flag differs; an id this portal cannot hold is a
+// conflict, as is every authorization and history row naming it; one destroyed here is left,
+// brought by an earlier import or made here, and so is one an import brought that is disabled here
+// while eduVPN has it enabled: it stays disabled), OAuth authorizations (those a configuration
+// names, or not expired; one an earlier import brought and deleted here since is left, and so are a
+// destroyed or disabled user's), the connection log (each row with a log id derived from the row,
+// so a second run finds it; one that ended before `connectionLogRetention` is left, as the
+// retention here deleted it or would, unless a legal hold keeps its user's history; an open
+// WireGuard row is brought closed at the import) and the daily statistics.
 import { createHash } from 'node:crypto';
 import type {
   EduVpnAuthorization,

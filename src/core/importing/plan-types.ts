@@ -1,8 +1,8 @@
-// What the eduVPN import found, before it writes anything: per kind of record how many it
-// would bring, how many are here already, how many conflict, how many it leaves because they
-// expired and how many because they were revoked here (removed after an earlier import, or of a
-// user destroyed or disabled here) or eduVPN refuses them (its profiles' `aclPermissionList`); the key files; every conflict and every record removed here,
-// naming it; what it cannot bring at all.
+// What the eduVPN import found, before it writes anything: per kind of record how many it would
+// bring, how many are here already, how many conflict, how many it leaves because they expired and
+// how many because they were revoked here (removed after an earlier import, or of a user destroyed
+// or disabled here) or eduVPN refuses them (its profiles' `aclPermissionList`); the key files;
+// every conflict and every record removed here, naming it; what it cannot bring at all.
 import type { EduVpnLeftBehind, EduVpnRecordKind, EduVpnSchemaVersion } from '../../eduvpn/deployment.js';
 import type { KeyFileState } from '../../keys/key-store.js';
 import type { PortalContext } from '../context.js';
