@@ -92,14 +92,17 @@ const publicKey = connectionId.transform((text): WireGuardKey => asWireGuardKey(
 const authKey = z.string().regex(AUTH_KEY_PATTERN, 'not an authorization key (letters, digits, "-" and "_")');
 const ipFour = z.string().refine((text) => ipAddressFamily(text) === 4, 'not a bare IPv4 address');
 const ipSix = z.string().refine((text) => ipAddressFamily(text) === 6, 'not a bare IPv6 address');
-const permissionList = z.string().refine((text) => {
+const permissionList = z.string().refine((text) => permissionsOf(text) !== undefined, 'not a JSON array of strings');
+
+/** The permissions of a `permission_list` (a JSON array of strings, opaque), or undefined when it is not one. */
+export function permissionsOf(text: string): readonly string[] | undefined {
   try {
     const value: unknown = JSON.parse(text);
-    return Array.isArray(value) && value.every((entry) => typeof entry === 'string');
+    return Array.isArray(value) && value.every((entry) => typeof entry === 'string') ? value : undefined;
   } catch {
-    return false;
+    return undefined;
   }
-}, 'not a JSON array of strings');
+}
 
 const userRow = z
   .object({

@@ -6,6 +6,7 @@
 // withheld. eduVPN does not check the list for WireGuard peers, which are brought.
 import { findProfile, type PortalConfig } from '../../config/portal-config.js';
 import type { EduVpnDeployment } from '../../eduvpn/deployment.js';
+import { permissionsOf } from '../../eduvpn/eduvpn-rows.js';
 import type { UserId } from '../../shared/ids.js';
 
 /** Each user's permissions that some profile's `aclPermissionList` names; users holding none of them are absent. */
@@ -24,24 +25,10 @@ export async function aclPermissionsOfUsers(
   if (named.size === 0) return found;
   for await (const page of deployment.users())
     for (const user of page) {
-      const held = permissionsOf(user.permissionList).filter((permission) => named.has(permission));
+      const held = (permissionsOf(user.permissionList) ?? []).filter((permission) => named.has(permission));
       if (held.length > 0) found.set(user.userId, held);
     }
   return found;
-}
-
-/**
- * The strings of a `permission_list` (a JSON array of strings, opaque). One that is not such an
- * array holds nothing: eduVPN fails to read it at connect and refuses.
- */
-function permissionsOf(permissionList: string): string[] {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(permissionList);
-  } catch {
-    return [];
-  }
-  return Array.isArray(parsed) ? parsed.filter((permission) => typeof permission === 'string') : [];
 }
 
 /**
