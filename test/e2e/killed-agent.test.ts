@@ -106,8 +106,14 @@ describe('an OpenVPN client revoked after its node agent was killed and started 
         ((await lab.portal.admin.connectionList(true))[PROFILE] ?? [])
           .map((entry) => entry.connection_id)
           .includes(commonName),
-      60_000,
-    );
+      // A client whose handshake was cut (a server that ended or restarted under it) waits out
+      // OpenVPN's 60 s hand-window before it tries again: allow for that once.
+      120_000,
+    ).catch((error: unknown) => {
+      // What the client and the new agent did is what tells why it did not come back.
+      const agentLog = lab.agent.lines.map((line) => JSON.stringify(line)).join('\n');
+      throw new Error(`${String(error)}\nthe client's log:\n${laptop?.output}\nthe new agent's log:\n${agentLog}`);
+    });
     const now = await pidsOf(lab.node, 'openvpn');
     assert.deepEqual(
       now.filter((pid) => before.includes(pid)),
