@@ -19,6 +19,7 @@ import {
   readCaCertificates,
   trustAnchorStandings,
   type CaCertificate,
+  type ClientCertificateVerdict,
   type TrustAnchorStanding,
 } from '../../keys/client-certificate.js';
 import { messageOf } from '../../shared/error-message.js';
@@ -147,35 +148,14 @@ export async function enrollWithCertificate(
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<void> {
+  const first = await check.verifier.verify(presented, ctx.clock.now());
+  if (!first.ok) return refuseCertificate(ctx, request, reply, first.reason);
+  if (await waitsForRevocationLists(ctx, check, first, request, reply)) return;
+  // A refresh may have landed during the waits: the lists they found current, or newer ones,
+  // give the verdict that enrolls, never those read before them (an expired list that lacks a
+  // revocation the list replacing it names).
   const verdict = await check.verifier.verify(presented, ctx.clock.now());
-  if (!verdict.ok) {
-    request.log.warn({ ip: request.ip, reason: verdict.reason }, 'certificate enrollment refused');
-    await auditRefusal(ctx, request.ip, {}, 403, verdict.reason);
-    await sendError(reply, 403, verdict.reason);
-    return;
-  }
-  // A source from which no list checks this chain yet would let a revoked certificate pass: it waits.
-  const notRead = await check.revocationLists.awaitedBy(verdict.authorities);
-  if (notRead.length > 0) {
-    const reason = `the revocation list ${notRead.join(', ')} has not been read yet, or holds no list of this certificate's CA yet; try again shortly`;
-    request.log.warn({ ip: request.ip, crl: notRead }, 'certificate enrollment waits for a revocation list');
-    await auditRefusal(ctx, request.ip, { device_id: verdict.certificate.deviceId }, 503, reason);
-    await sendError(reply, 503, reason, { 'retry-after': String(LISTS_NOT_READ_RETRY_SECONDS) });
-    return;
-  }
-  // A list past its nextUpdate may lack a revocation published since: it waits for a newer one.
-  const expired = await check.revocationLists.expiredFor(verdict.authorities, ctx.clock.now());
-  if (expired.length > 0) {
-    const named = expired.map(({ location, nextUpdate }) => `${location} (nextUpdate ${formatAtom(nextUpdate)})`);
-    const reason = `the revocation list ${named.join(', ')} of this certificate's CA has expired and no newer one could be read yet; try again later`;
-    request.log.warn(
-      { ip: request.ip, crl: expired.map(({ location }) => location) },
-      'certificate enrollment waits for a current revocation list',
-    );
-    await auditRefusal(ctx, request.ip, { device_id: verdict.certificate.deviceId }, 503, reason);
-    await sendError(reply, 503, reason, { 'retry-after': String(EXPIRED_LIST_RETRY_SECONDS) });
-    return;
-  }
+  if (!verdict.ok) return refuseCertificate(ctx, request, reply, verdict.reason);
   try {
     await rememberIntermediateCas(ctx, verdict.intermediates);
   } catch (error) {
@@ -208,4 +188,52 @@ export async function enrollWithCertificate(
   }
   const answer = configurationAnswer(issued);
   await reply.code(200).headers(answer.headers).send(answer.body);
+}
+
+/** A chain refused (403): logged, audited and answered with the reason. */
+async function refuseCertificate(
+  ctx: PortalContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  reason: string,
+): Promise<void> {
+  request.log.warn({ ip: request.ip, reason }, 'certificate enrollment refused');
+  await auditRefusal(ctx, request.ip, {}, 403, reason);
+  await sendError(reply, 403, reason);
+}
+
+/**
+ * Answers 503 (and true) while a revocation list that may name the chain's certificates is not
+ * read yet, or is past its nextUpdate with no current list of its CA.
+ */
+async function waitsForRevocationLists(
+  ctx: PortalContext,
+  check: CertificateCheck,
+  verdict: Extract<ClientCertificateVerdict, { ok: true }>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<boolean> {
+  // A source from which no list checks this chain yet would let a revoked certificate pass: it waits.
+  const notRead = await check.revocationLists.awaitedBy(verdict.authorities);
+  if (notRead.length > 0) {
+    const reason = `the revocation list ${notRead.join(', ')} has not been read yet, or holds no list of this certificate's CA yet; try again shortly`;
+    request.log.warn({ ip: request.ip, crl: notRead }, 'certificate enrollment waits for a revocation list');
+    await auditRefusal(ctx, request.ip, { device_id: verdict.certificate.deviceId }, 503, reason);
+    await sendError(reply, 503, reason, { 'retry-after': String(LISTS_NOT_READ_RETRY_SECONDS) });
+    return true;
+  }
+  // A list past its nextUpdate may lack a revocation published since: it waits for a newer one.
+  const expired = await check.revocationLists.expiredFor(verdict.authorities, ctx.clock.now());
+  if (expired.length > 0) {
+    const named = expired.map(({ location, nextUpdate }) => `${location} (nextUpdate ${formatAtom(nextUpdate)})`);
+    const reason = `the revocation list ${named.join(', ')} of this certificate's CA has expired and no newer one could be read yet; try again later`;
+    request.log.warn(
+      { ip: request.ip, crl: expired.map(({ location }) => location) },
+      'certificate enrollment waits for a current revocation list',
+    );
+    await auditRefusal(ctx, request.ip, { device_id: verdict.certificate.deviceId }, 503, reason);
+    await sendError(reply, 503, reason, { 'retry-after': String(EXPIRED_LIST_RETRY_SECONDS) });
+    return true;
+  }
+  return false;
 }

@@ -164,3 +164,66 @@ describe('the root’s current list in force from one source, the issuing CA’s
     assert.deepEqual((await running.admin.device(device.device_id)).configurations, [], 'nothing enrolled');
   });
 });
+
+describe('a stolen certificate presented again and again while the newer list arrives', () => {
+  const clock = shiftedClock();
+  let ca: MdmCa;
+  let crls: CrlServer;
+  let portal: TestPortal | undefined;
+  let served: string;
+  let stolen: DeviceCertificateFiles;
+
+  before(async () => {
+    ca = MdmCa.make('Lent Race');
+    stolen = ca.device('stolen', { cn: 'stolen', uri: 'urn:mdm:serial:RACE-STOLEN' });
+    served = ca.writeCrl({ nextUpdate: new Date(Date.now() + HOUR_MS) });
+    crls = await CrlServer.start(() => served);
+    portal = await startTestPortal({
+      clock,
+      config: { enrollment: ca.mutualTlsEnrollment({ crl: [crls.url], crlRefresh: 'PT1S' }) },
+    });
+  });
+
+  after(async () => {
+    await portal?.close();
+    await crls?.close();
+    ca?.remove();
+  });
+
+  test('never enrolls: a check begun on the expired list is not finished on the new one', async () => {
+    assert.ok(portal);
+    const running = portal;
+    await untilLent(running, crls.url);
+    const device = await running.admin.registerDevice({
+      user_id: 'lena',
+      profile_id: 'employees',
+      platform: 'linux',
+      serial: 'RACE-STOLEN',
+    });
+    crls.failing = true;
+    served = ca.revoke(stolen.certificate);
+    const readsBefore = crls.requests;
+    clock.advance(2 * HOUR_MS);
+    await until('the portal tried to read a newer list', async () => crls.requests > readsBefore);
+
+    // The thief keeps presenting the certificate from many connections at once while the
+    // distribution point answers again and the list naming it replaces the expired one.
+    crls.failing = false;
+    const statuses = new Set<number>();
+    const presentUntilRevoked = async (): Promise<void> => {
+      for (;;) {
+        const answer = await enroll(running, ca, stolen);
+        statuses.add(answer.status);
+        if (answer.status === 200 || (answer.status === 403 && /revoked/.test(answer.text))) return;
+      }
+    };
+    await Promise.all(Array.from({ length: 24 }, presentUntilRevoked));
+    // Each waits (503) while the expired list is all there is, then is refused as revoked.
+    assert.deepEqual(
+      [...statuses].filter((status) => status !== 503),
+      [403],
+      'refused as revoked, never enrolled',
+    );
+    assert.deepEqual((await running.admin.device(device.device_id)).configurations, []);
+  });
+});
