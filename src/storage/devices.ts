@@ -753,29 +753,43 @@ function otherSuspensionsText(others: readonly DeviceSuspension[]): string | nul
   return others.length === 0 ? null : JSON.stringify(others.map(({ reason, since, by }) => ({ reason, since, by })));
 }
 
-/** The devices of these configurations that still exist (WireGuard key or OpenVPN Common Name → device id). */
+/** A configuration that still exists and the device it was issued to: whose it is and since when (ATOM). */
+export interface ConfigurationDevice {
+  readonly deviceId: DeviceId;
+  readonly userId: string;
+  readonly createdAt: string;
+}
+
+/** The devices of these configurations that still exist (WireGuard key or OpenVPN Common Name → device, user, creation). */
 export async function devicesOfConfigurations(
   db: Db,
   connectionIds: readonly string[],
-): Promise<Map<string, DeviceId>> {
+): Promise<Map<string, ConfigurationDevice>> {
   if (connectionIds.length === 0) return new Map();
   const [peers, certificates] = await Promise.all([
     db
       .selectFrom('wg_peers')
-      .select(['public_key as connection_id', 'device_id'])
+      .select(['public_key as connection_id', 'device_id', 'user_id', 'created_at'])
       .where('public_key', 'in', connectionIds)
       .where('device_id', 'is not', null)
       .execute(),
     db
       .selectFrom('certificates')
-      .select(['common_name as connection_id', 'device_id'])
+      .select(['common_name as connection_id', 'device_id', 'user_id', 'created_at'])
       .where('common_name', 'in', connectionIds)
       .where('device_id', 'is not', null)
       .execute(),
   ]);
   return new Map(
     [...peers, ...certificates].flatMap((row) =>
-      row.device_id === null ? [] : [[row.connection_id, asDeviceId(row.device_id)] as const],
+      row.device_id === null
+        ? []
+        : [
+            [
+              row.connection_id,
+              { deviceId: asDeviceId(row.device_id), userId: row.user_id, createdAt: row.created_at },
+            ] as const,
+          ],
     ),
   );
 }

@@ -418,6 +418,13 @@ function sessionsOfOtherProfiles(count: number): string {
   return `${count} session${count === 1 ? '' : 's'} of other profiles`;
 }
 
+/**
+ * Each session with its configuration's device, when that configuration still exists and is the
+ * session's: of the session's user, made before the session ended (or the session is open). A
+ * device's own WireGuard key may be given to a new configuration once the old one is gone (the
+ * device handed on to another person, re-enrolled): the device of that one is not the session's,
+ * and an old session of a destroyed user would otherwise be named with the next user's device.
+ */
 async function withDevices(
   ctx: PortalContext,
   entries: readonly ConnectionLogEntry[],
@@ -426,8 +433,12 @@ async function withDevices(
     ctx.db,
     entries.map((entry) => entry.connection_id),
   );
-  return entries.map(({ bytes_in: _in, bytes_out: _out, ...entry }) => ({
-    ...entry,
-    device_id: devices.get(entry.connection_id) ?? null,
-  }));
+  return entries.map(({ bytes_in: _in, bytes_out: _out, ...entry }) => {
+    const configuration = devices.get(entry.connection_id);
+    const its =
+      configuration !== undefined &&
+      configuration.userId === entry.user_id &&
+      (entry.disconnected_at === null || configuration.createdAt < entry.disconnected_at);
+    return { ...entry, device_id: its ? configuration.deviceId : null };
+  });
 }

@@ -12,6 +12,7 @@ import { DeterministicNat, type NatSettings } from '../../../src/net/determinist
 import { asNodeNumber, asProfileId, asUserId } from '../../../src/shared/ids.js';
 import { closeConnection, openConnection } from '../../../src/storage/connection-log.js';
 import { recordNatMapping, type NatMapping } from '../../../src/storage/nat-mappings.js';
+import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
 import type { PortalConfigFile } from '../../../src/config/schema.js';
 import {
   auditLog,
@@ -237,6 +238,72 @@ test('after a user is destroyed and the address goes to another user, each momen
   const port = portOf(AFTERNOON, '10.44.0.20', 5);
   assert.deepEqual(await whoHad(portal, { ...port, at: '2026-03-01T08:30:00Z' }), ['erin'], 'the destroyed user');
   assert.deepEqual(await whoHad(portal, { ...port, at: '2026-03-01T10:30:00Z' }), ['frank'], 'the next holder');
+});
+
+test('a destroyed user’s session is not named with the device of the next user who got its WireGuard key', async (t) => {
+  const portal = await startTestPortal({ config: twoProfiles, clock: new ManualClock() });
+  t.after(() => portal.close());
+  // erin's laptop keeps its own key; she used it in the morning, then left and was destroyed.
+  const { publicKey } = generateWireGuardKeyPair();
+  const accept = { accept: 'application/x-wireguard-profile' };
+  const erins = await portal.post(
+    '/create',
+    { user_id: 'erin', profile_id: 'employees', public_key: publicKey },
+    accept,
+  );
+  assert.equal(erins.status, 200, erins.text);
+  await recordSessions(portal, [
+    {
+      user: 'erin',
+      key: publicKey,
+      four: '10.44.0.20',
+      six: 'fd44::14',
+      from: '198.51.100.5',
+      start: '2026-03-01T08:00:00Z',
+      end: '2026-03-01T09:00:00Z',
+    },
+  ]);
+  assert.equal((await portal.post('/destroy', { user_id: 'erin' })).status, 204);
+  // The laptop is handed on to frank, registered as his device, and enrolled with the same key.
+  const registered = await portal.post('/register_device', {
+    user_id: 'frank',
+    profile_id: 'employees',
+    platform: 'windows',
+    serial: 'LAPTOP-7',
+  });
+  assert.equal(registered.status, 200, registered.text);
+  const franksDevice = (registered.json() as { device: { device_id: string } }).device.device_id;
+  const franks = await portal.post(
+    '/create',
+    { user_id: 'frank', profile_id: 'employees', device_id: franksDevice, public_key: publicKey },
+    accept,
+  );
+  assert.equal(franks.status, 200, franks.text);
+  await recordSessions(portal, [
+    {
+      user: 'frank',
+      key: publicKey,
+      four: '10.44.0.21',
+      six: 'fd44::15',
+      from: '198.51.100.6',
+      start: '2026-03-01T10:00:00Z',
+      end: null,
+    },
+  ]);
+
+  const morning = await attribute(portal, { ip: '10.44.0.20', at: '2026-03-01T08:30:00Z' });
+  assert.equal(morning.response.status, 200, morning.response.text);
+  assert.deepEqual(
+    morning.answer.sessions.map((session) => [session.user_id, session.device_id]),
+    [['erin', null]],
+    'erin’s configuration is gone: her session names no device, not frank’s',
+  );
+  const now = await attribute(portal, { ip: '10.44.0.21', at: '2026-03-01T10:30:00Z' });
+  assert.deepEqual(
+    now.answer.sessions.map((session) => [session.user_id, session.device_id]),
+    [['frank', franksDevice]],
+    'frank’s own session names his device',
+  );
 });
 
 test('a port outside every block, an address no node used and an address nobody held then answer 404 with the reason', async (t) => {
