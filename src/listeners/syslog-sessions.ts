@@ -15,7 +15,7 @@ import type { NatChangeRecord, NatShare, SessionRecord } from '../protocol/syslo
 import { asNodeNumber } from '../shared/ids.js';
 import { formatAtom } from '../shared/time.js';
 import type { Db } from '../storage/database.js';
-import { deviceIdOfConfiguration } from '../storage/devices.js';
+import { deviceIdOfConfiguration, deviceOfSession, devicesOfConfigurations } from '../storage/devices.js';
 import { natMappingOfNodeAt } from '../storage/nat-mappings.js';
 
 type SessionEvent = Extract<PortalEvent, { type: 'session.started' | 'session.ended' }>;
@@ -89,7 +89,12 @@ async function sessionRecord(db: Db, event: SessionEvent): Promise<SessionRecord
   return {
     event: 'stop',
     userId: session.userId,
-    deviceId: await deviceIdOfConfiguration(db, event.vpnProto, event.connectionId),
+    // The configuration's device, if the configuration of the key is still the session's: after
+    // it was deleted the key may be another user's configuration's (a device handed on).
+    deviceId: deviceOfSession((await devicesOfConfigurations(db, [event.connectionId])).get(event.connectionId), {
+      userId: session.userId,
+      endedAt: formatAtom(event.at),
+    }),
     profileId: session.profileId,
     nodeNumber: event.nodeNumber,
     vpnProto: event.vpnProto,

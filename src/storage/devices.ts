@@ -795,6 +795,20 @@ export async function devicesOfConfigurations(
 }
 
 /**
+ * The device of a session's configuration, when the configuration that has the session's key now
+ * is that session's own: of the session's user, and made by the second the session ended
+ * (`endedAt`, ATOM; null: still open). A device's own WireGuard key may go to a new configuration
+ * once the old one is gone (the device handed on, or enrolled again): its device is not the session's.
+ */
+export function deviceOfSession(
+  configuration: ConfigurationDevice | undefined,
+  session: { readonly userId: string; readonly endedAt: string | null },
+): DeviceId | null {
+  if (configuration === undefined || configuration.userId !== session.userId) return null;
+  return session.endedAt === null || configuration.createdAt <= session.endedAt ? configuration.deviceId : null;
+}
+
+/**
  * The end (`notAfter`, ATOM) of the certificate that the device of a configuration is bound to
  * (identity `certificate`: it enrolled with it), or null when the configuration names no device,
  * or one that proved itself otherwise.

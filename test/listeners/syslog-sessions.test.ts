@@ -11,7 +11,8 @@
 // node then name their public address and port block. A portal that stops sends the messages
 // still being made before its collectors close. A message that cannot be made (a
 // collector throws) is logged, and the messages after it still leave, with no rejection left
-// unhandled to end the portal.
+// unhandled to end the portal. A stop names the device of its own configuration only: not that of a
+// later configuration of the same WireGuard key, another user's.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,9 +23,12 @@ import { PortalEvents } from '../../src/core/events.js';
 import { recordNodeNat } from '../../src/core/nodes/index.js';
 import type { SyslogCollector } from '../../src/core/syslog/index.js';
 import { sendSessionsToSyslog } from '../../src/listeners/syslog-sessions.js';
-import type { NatChangeRecord } from '../../src/protocol/syslog.js';
+import type { NatChangeRecord, SessionRecord } from '../../src/protocol/syslog.js';
 import { asNodeNumber } from '../../src/shared/ids.js';
+import { formatAtom } from '../../src/shared/time.js';
 import type { Db } from '../../src/storage/database.js';
+import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
+import { twoProfiles } from '../support/admin-keys.js';
 import { openVpnEmployees } from '../support/openvpn-sessions.js';
 import { startRsyslog, type ReceivedMessage } from '../support/rsyslog.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
@@ -393,6 +397,71 @@ test('a NAT change message a collector cannot make is logged, and neither holds 
   assert.deepEqual(told, [2]);
   assert.deepEqual(unhandled, [], 'no rejection left unhandled (Node ends the portal on one)');
   assert.ok(logged.some((line) => line.includes('a syslog message was not made')));
+});
+
+test('a stop that comes after the session’s WireGuard key went to another user’s configuration names no device, not that user’s', async (t) => {
+  const portal = await startTestPortal({ config: twoProfiles });
+  t.after(() => portal.close());
+  const accept = { accept: 'application/x-wireguard-profile' };
+  // erin's laptop has its own key. She is destroyed while her node does not answer, so her
+  // session is still open; the laptop goes to frank, who enrolls it with the same key.
+  const { publicKey } = generateWireGuardKeyPair();
+  const erins = await portal.post(
+    '/create',
+    { user_id: 'erin', profile_id: 'employees', public_key: publicKey },
+    accept,
+  );
+  assert.equal(erins.status, 200, erins.text);
+  assert.equal((await portal.post('/destroy', { user_id: 'erin' })).status, 204);
+  const registered = await portal.post('/register_device', {
+    user_id: 'frank',
+    profile_id: 'employees',
+    platform: 'windows',
+    serial: 'LAPTOP-7',
+  });
+  assert.equal(registered.status, 200, registered.text);
+  const franksDevice = (registered.json() as { device: { device_id: string } }).device.device_id;
+  const franks = await portal.post(
+    '/create',
+    { user_id: 'frank', profile_id: 'employees', device_id: franksDevice, public_key: publicKey },
+    accept,
+  );
+  assert.equal(franks.status, 200, franks.text);
+
+  const logger = pino({ level: 'silent' });
+  const events = new PortalEvents(logger);
+  const told: SessionRecord[] = [];
+  const collector = {
+    sendSession(record: SessionRecord) {
+      told.push(record);
+    },
+  } as unknown as SyslogCollector;
+  sendSessionsToSyslog(events, portal.portal.ctx.db, [collector], logger);
+  // The node answers again and takes erin's removal: her session stops now.
+  events.publish({
+    type: 'session.ended',
+    at: new Date(),
+    connectionId: publicKey,
+    vpnProto: 'wireguard',
+    nodeNumber: asNodeNumber(0),
+    bytesIn: 100,
+    bytesOut: 200,
+    cause: 'removed',
+    session: {
+      userId: 'erin',
+      profileId: 'employees',
+      ipFour: '10.44.0.2',
+      ipSix: 'fd44::2',
+      originatingIp: null,
+      connectedAt: formatAtom(new Date(Date.now() - 3_600_000)),
+    },
+  });
+  await until('the stop is made', async () => told.length > 0);
+  assert.deepEqual(
+    told.map((record) => [record.event, record.userId, record.deviceId]),
+    [['stop', 'erin', null]],
+    'erin’s configuration is gone: her stop names no device, not frank’s',
+  );
 });
 
 function checkMessage(message: ReceivedMessage, transport: string, connectionId: string, deviceId: string): void {

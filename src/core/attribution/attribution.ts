@@ -16,7 +16,7 @@ import { canonicalAddress, unmappedIpv4 } from '../../net/cidr.js';
 import { ipAddressFamily } from '../../net/ip-prefix.js';
 import type { AttributionAnswer, ConnectionLogEntry } from '../../protocol/admin-api.js';
 import type { NodeNumber } from '../../shared/ids.js';
-import { devicesOfConfigurations } from '../../storage/devices.js';
+import { deviceOfSession, devicesOfConfigurations } from '../../storage/devices.js';
 import { natMappingOfNodeAt, natMappingsInForce, type RecordedNatMapping } from '../../storage/nat-mappings.js';
 import { formatAtom } from '../../shared/time.js';
 import { visibleNodes, withinReach } from '../access/index.js';
@@ -420,10 +420,8 @@ function sessionsOfOtherProfiles(count: number): string {
 
 /**
  * Each session with its configuration's device, when that configuration still exists and is the
- * session's: of the session's user, made before the session ended (or the session is open). A
- * device's own WireGuard key may be given to a new configuration once the old one is gone (the
- * device handed on to another person, re-enrolled): the device of that one is not the session's,
- * and an old session of a destroyed user would otherwise be named with the next user's device.
+ * session's (deviceOfSession): a later configuration of the same key, another user's perhaps,
+ * does not lend the session its device.
  */
 async function withDevices(
   ctx: PortalContext,
@@ -433,12 +431,11 @@ async function withDevices(
     ctx.db,
     entries.map((entry) => entry.connection_id),
   );
-  return entries.map(({ bytes_in: _in, bytes_out: _out, ...entry }) => {
-    const configuration = devices.get(entry.connection_id);
-    const its =
-      configuration !== undefined &&
-      configuration.userId === entry.user_id &&
-      (entry.disconnected_at === null || configuration.createdAt < entry.disconnected_at);
-    return { ...entry, device_id: its ? configuration.deviceId : null };
-  });
+  return entries.map(({ bytes_in: _in, bytes_out: _out, ...entry }) => ({
+    ...entry,
+    device_id: deviceOfSession(devices.get(entry.connection_id), {
+      userId: entry.user_id,
+      endedAt: entry.disconnected_at,
+    }),
+  }));
 }
