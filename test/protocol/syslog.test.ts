@@ -279,7 +279,7 @@ test('newline framing ends the message with a line feed and turns line breaks in
 test('without structured data the message is the header, the NILVALUE and the text', () => {
   assert.equal(
     sessionMessage(alice, { ...origin, structuredData: false }, at),
-    '<86>1 2026-11-29T04:18:20.123Z portal.example.org vpn-portal 4242 SESSION_START - ' + sessionText(alice),
+    `<86>1 2026-11-29T04:18:20.123Z portal.example.org vpn-portal 4242 SESSION_START - ${sessionText(alice)}`,
   );
 });
 
