@@ -75,6 +75,22 @@ export function unmappedIpv4(text: string): string {
   return value >> 32n === 0xffffn ? formatIpAddress({ family: 4, value: value & 0xffff_ffffn }) : text;
 }
 
+/** RFC 6052's well-known NAT64 prefix, 64:ff9b::/96, as the upper 96 bits of an address. */
+const NAT64_WELL_KNOWN_PREFIX = 0x0064_ff9b_0000_0000_0000_0000n;
+
+/**
+ * An IPv4 address as an IPv6-only host behind NAT64 sees it (`64:ff9b::192.0.2.7`, the
+ * well-known prefix) or IPv4-mapped, as its IPv4 address; any other text unchanged. Only the
+ * well-known prefix: a network-specific one is the translator's own choice, unknown here.
+ */
+export function ipv4SeenThroughNat64(text: string): string {
+  if (ipAddressFamily(text) !== 6) return text;
+  const { value } = parseIpAddress(text);
+  return value >> 32n === NAT64_WELL_KNOWN_PREFIX
+    ? formatIpAddress({ family: 4, value: value & 0xffff_ffffn })
+    : unmappedIpv4(text);
+}
+
 /**
  * The canonical text of an IP address (`fd00:0::1` → `fd00::1`), or the text unchanged when it
  * is no address (an empty `ip_six`): how the connection log stores and compares addresses.

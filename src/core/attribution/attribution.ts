@@ -12,7 +12,7 @@
 // never named. But an ambiguity is decided over every profile, so such a key is never told a
 // user with more confidence than a key for every profile would be.
 import { DeterministicNat, FIRST_NAT_PORT } from '../../net/deterministic-nat.js';
-import { canonicalAddress, unmappedIpv4 } from '../../net/cidr.js';
+import { canonicalAddress, ipv4SeenThroughNat64 } from '../../net/cidr.js';
 import { ipAddressFamily } from '../../net/ip-prefix.js';
 import type { AttributionAnswer, ConnectionLogEntry } from '../../protocol/admin-api.js';
 import type { NodeNumber } from '../../shared/ids.js';
@@ -39,8 +39,9 @@ const MAX_SESSIONS = 100;
 export async function attribute(ctx: PortalContext, asked: AttributionQuery): Promise<AttributionAnswer> {
   if (ctx.config.lookups.requireReason.attribution) requireReason(asked.reason);
   requirePastMoment(ctx, asked.at);
-  // A report from a dual-stack server's log writes the node's IPv4 address IPv4-mapped.
-  const query = { ...asked, ip: unmappedIpv4(asked.ip) };
+  // A report from a dual-stack server's log writes the node's IPv4 address IPv4-mapped, one
+  // from an IPv6-only server behind NAT64 in the well-known prefix.
+  const query = { ...asked, ip: ipv4SeenThroughNat64(asked.ip) };
   if (query.port === undefined) {
     const entries = await sessionsHolding(ctx, { ip: query.ip, at: query.at });
     if (entries.length === 0) throw await noSessionHeld(ctx, query.ip, query.at);

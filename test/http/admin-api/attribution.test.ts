@@ -541,7 +541,7 @@ test('without a port, a tunnel address (IPv4 or IPv6) or the client’s own addr
   }
 });
 
-test('an IPv4 address written IPv4-mapped (::ffff:192.0.2.10), as a dual-stack server logs it, answers as the IPv4 address does', async (t) => {
+test('an IPv4 address written IPv4-mapped (::ffff:192.0.2.10) or through NAT64 (64:ff9b::192.0.2.10), as a dual-stack or IPv6-only server logs it, answers as the IPv4 address does', async (t) => {
   const portal = await startWithHistory();
   t.after(() => portal.close());
   const { ip, port } = portOf(MORNING, '10.44.0.7', 17);
@@ -552,6 +552,12 @@ test('an IPv4 address written IPv4-mapped (::ffff:192.0.2.10), as a dual-stack s
     through.answer.sessions.map((session) => session.user_id),
     ['alice'],
   );
+  // An IPv6-only server behind NAT64 logs the node's public address in the well-known prefix.
+  for (const seen of [`64:ff9b::${ip}`, `64:FF9B::${ipv4AsHex(ip)}`]) {
+    const nat64 = await attribute(portal, { ip: seen, port, at: '2026-03-01T09:00:00Z' });
+    assert.equal(nat64.response.status, 200, `${seen}: ${nat64.response.text}`);
+    assert.deepEqual(nat64.answer, through.answer, seen);
+  }
   for (const mapped of ['::ffff:10.44.0.7', '::FFFF:a2c:7', '::ffff:198.51.100.1']) {
     assert.deepEqual(await whoHad(portal, { ip: mapped, at: '2026-03-01T09:00:00Z' }), ['alice'], mapped);
     const page = await portal.get('/connection_log', { ip: mapped, at: '2026-03-01T09:00:00Z' });
@@ -770,3 +776,9 @@ test('connection_log with ip records its reason in the audit log; a reason is re
   const noReason = await strict.get('/attribution', { ip: '10.44.0.7', at: '2026-03-01T09:00:00Z' });
   assert.equal(noReason.status, 200, 'attribution without a reason when the option allows it');
 });
+
+/** `192.0.2.10` as the two hexadecimal groups an IPv6 address holds it in (`c000:20a`). */
+function ipv4AsHex(ip: string): string {
+  const [a = 0, b = 0, c = 0, d = 0] = ip.split('.').map(Number);
+  return `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+}
