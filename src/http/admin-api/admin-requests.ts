@@ -11,6 +11,8 @@ import { sha256Hex } from '../../shared/sha256.js';
 
 /** Longer parameter values (a CSR) are recorded by length and digest (user ids are at most 255 characters). */
 const MAX_AUDITED_VALUE = 255;
+/** The parameters that take a URL (create_webhook's `url`): recorded without a user name or password. */
+const URL_PARAMETERS: ReadonlySet<string> = new Set(['url']);
 
 export interface AdminRequestState {
   readonly caller: AdminCaller;
@@ -39,7 +41,8 @@ export class AdminRequests {
  * SHA-256, and so is one with a NUL character, which PostgreSQL cannot store in text: its row
  * would be lost there, and kept on SQLite it would stop a `db copy` to PostgreSQL), and the
  * Idempotency-Key. The Admin API takes no secret as a parameter; a file or a private key is
- * never among them.
+ * never among them, and a URL's user name and password (which create_webhook refuses, a refusal
+ * that is recorded too) are left out of it.
  */
 export function auditedParameters(
   names: readonly string[],
@@ -47,15 +50,27 @@ export function auditedParameters(
   request: FastifyRequest,
 ): Record<string, string> {
   const parameters = Object.fromEntries(
-    Object.entries(sentParameters(names, input)).map(([name, value]) => [
-      name,
-      value.length <= MAX_AUDITED_VALUE && !value.includes('\u0000') ? value : digestOf(value),
-    ]),
+    Object.entries(sentParameters(names, input)).map(([name, sent]) => {
+      const value = URL_PARAMETERS.has(name) ? withoutUserInfo(sent) : sent;
+      return [name, value.length <= MAX_AUDITED_VALUE && !value.includes('\u0000') ? value : digestOf(value)];
+    }),
   );
   const idempotencyKey = request.headers[IDEMPOTENCY_KEY_HEADER.toLowerCase()];
   if (typeof idempotencyKey === 'string')
     parameters[IDEMPOTENCY_KEY_HEADER] = idempotencyKey.slice(0, MAX_AUDITED_VALUE);
   return parameters;
+}
+
+/** A URL without the user name and password it carries (`https://me:pw@host/` → `https://host/`). */
+function withoutUserInfo(value: string): string {
+  // Text no URL parser reads (a space in the host) loses what stands before an `@` in its authority.
+  if (!URL.canParse(value)) return value.replace(/^([^:/?#]*:[/\\]*)[^/?#\\]*@/, '$1');
+  // Else the reading create_webhook's own check makes (new URL): whatever it finds is removed.
+  const url = new URL(value);
+  if (url.username === '' && url.password === '') return value;
+  url.username = '';
+  url.password = '';
+  return url.href;
 }
 
 function digestOf(value: string): string {

@@ -75,6 +75,29 @@ test('bad parameters and unknown subscriptions get a clear JSON error and change
   assert.deepEqual(await portalState(portal), before, 'nothing changed');
 });
 
+test('a URL refused for its user name and password leaves neither in the audit log nor in the log', async (t) => {
+  const log = capturedLog('debug');
+  const portal = await startTestPortal({ logger: log.logger });
+  t.after(() => portal.close());
+  // An administrator pastes the receiver's address with its Basic credentials, as a browser takes it;
+  // and once more with a typing error in the host, which no URL parser reads.
+  for (const url of ['https://siem:Tr0ub4dor-3@192.0.2.1/hook', 'https://siem:Tr0ub4dor-3@192.0 .2.1/hook']) {
+    const refused = await portal.post('/create_webhook', { url, event_types: '*' });
+    assert.equal(refused.status, 400, refused.text);
+  }
+  const rows = await auditLog(portal, 2);
+  assert.deepEqual(
+    rows.map((row) => [row.call, row.status, row.parameters['url']]),
+    [
+      ['create_webhook', 400, 'https://192.0 .2.1/hook'],
+      ['create_webhook', 400, 'https://192.0.2.1/hook'],
+    ],
+    'each refusal is recorded, with the address but without the credentials',
+  );
+  const everywhere = `${JSON.stringify(rows)}\n${log.text()}`;
+  for (const part of ['Tr0ub4dor-3', 'siem:']) assert.equal(everywhere.includes(part), false, `${part} kept nowhere`);
+});
+
 test('a receiver in a loopback, link-local or private range is refused unless webhooks.allowPrivateTargets allows it', async (t) => {
   const portal = await startTestPortal();
   t.after(() => portal.close());
