@@ -30,12 +30,13 @@ export function verifyWebhookSignature(
   nowSeconds: number,
   toleranceSeconds = 300,
 ): boolean {
-  const parts = header.split(',').map((part) => part.split('=', 2) as [string, string]);
+  const parts = header.split(',').map((part) => part.split('=', 2) as [string, string | undefined]);
   const timestamp = Number(parts.find(([key]) => key === 't')?.[1]);
   if (!Number.isInteger(timestamp) || Math.abs(nowSeconds - timestamp) > toleranceSeconds) return false;
   const expected = createHmac('sha256', secret).update(`${timestamp}.${body}`).digest();
   return parts.some(
-    ([key, value]) => key === 'v1' && value.length === 64 && timingSafeEqual(Buffer.from(value, 'hex'), expected),
+    ([key, value = '']) =>
+      key === 'v1' && /^[0-9a-f]{64}$/.test(value) && timingSafeEqual(Buffer.from(value, 'hex'), expected),
   );
 }
 
