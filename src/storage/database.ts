@@ -105,6 +105,7 @@ import { radiusOutboxAddress } from './migrations/0060-radius-outbox-address.js'
 import { scimDirectoryActive } from './migrations/0061-scim-directory-active.js';
 import { scimGroupNameKeys } from './migrations/0062-scim-group-name-key.js';
 import { liveDeviceIdentifiersAnyCase } from './migrations/0063-live-device-identifiers-any-case.js';
+import { deviceHistoryProfile } from './migrations/0064-device-history-profile.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -182,6 +183,7 @@ const migrations: Record<string, Migration> = {
   '0061-scim-directory-active': scimDirectoryActive,
   '0062-scim-group-name-key': scimGroupNameKeys,
   '0063-live-device-identifiers-any-case': liveDeviceIdentifiersAnyCase,
+  '0064-device-history-profile': deviceHistoryProfile,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

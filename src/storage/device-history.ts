@@ -3,7 +3,14 @@
 // (src/core/devices/), read by the device's page and by the resume that needs the state a
 // suspension interrupted. Rows go with their device (a destroyed user's).
 import type { Selectable } from 'kysely';
-import { asDeviceId, asRevocationId, type DeviceId, type RevocationId } from '../shared/ids.js';
+import {
+  asDeviceId,
+  asProfileId,
+  asRevocationId,
+  type DeviceId,
+  type ProfileId,
+  type RevocationId,
+} from '../shared/ids.js';
 import { timeOrderedId } from '../shared/time-ordered-id.js';
 import type { Db } from './database.js';
 import type { DeviceState } from './devices.js';
@@ -25,6 +32,11 @@ export interface DeviceHistoryEntry {
   readonly by: string | null;
   /** The revocation receipt of the configurations it took off the nodes, if any. */
   readonly revocationId: RevocationId | null;
+  /**
+   * `enrolled`: the profile of the configuration issued (a key limited to other profiles is not
+   * shown the entry); absent or null for the other changes, and for entries from before it was kept.
+   */
+  readonly profileId?: ProfileId | null;
 }
 
 export async function insertDeviceHistory(db: Db, entry: DeviceHistoryEntry): Promise<void> {
@@ -40,6 +52,7 @@ export async function insertDeviceHistory(db: Db, entry: DeviceHistoryEntry): Pr
       reason: entry.reason,
       changed_by: entry.by,
       revocation_id: entry.revocationId,
+      profile_id: entry.profileId ?? null,
     })
     .execute();
 }
@@ -86,5 +99,6 @@ function toEntry(row: Selectable<DeviceHistoryTable>): DeviceHistoryEntry {
     reason: row.reason,
     by: row.changed_by,
     revocationId: row.revocation_id === null ? null : asRevocationId(row.revocation_id),
+    profileId: row.profile_id === null ? null : asProfileId(row.profile_id),
   };
 }

@@ -324,6 +324,8 @@ export interface DeviceHistoryTable {
   /** The admin key name, `(portal)`, `mdm`, …; null when not recorded (before the history was kept). */
   changed_by: string | null;
   revocation_id: string | null;
+  /** `enrolled`: the profile of the configuration issued; null for other changes and entries from before it was kept. */
+  profile_id: string | null;
 }
 
 /** A revocation receipt (src/core/revocations/receipts.ts). */

@@ -60,4 +60,5 @@ export const EXPECTED_MIGRATIONS = [
   '0061-scim-directory-active',
   '0062-scim-group-name-key',
   '0063-live-device-identifiers-any-case',
+  '0064-device-history-profile',
 ] as const;

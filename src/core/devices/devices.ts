@@ -284,13 +284,20 @@ export async function getDevice(ctx: PortalContext, deviceId: DeviceId): Promise
   return { device, configurations: visibleToCall(ctx, await configurationsOfDevice(ctx.db, deviceId)) };
 }
 
-/** A device the caller may see, with its configurations (of the caller's profiles) and its history, oldest first. */
+/**
+ * A device the caller may see, with its configurations (of the caller's profiles) and its history,
+ * oldest first: of its enrollments those of the caller's profiles, as of its configurations (an
+ * enrollment from before the history kept its profile cannot be told apart, and is shown).
+ */
 export async function getDeviceWithHistory(
   ctx: PortalContext,
   deviceId: DeviceId,
 ): Promise<DeviceRecord & { readonly history: readonly DeviceHistoryEntry[] }> {
   const record = await getDevice(ctx, deviceId);
-  return { ...record, history: await deviceHistory(ctx.db, deviceId) };
+  const history = (await deviceHistory(ctx.db, deviceId)).filter(
+    (entry) => entry.profileId === undefined || entry.profileId === null || withinReach(ctx, entry.profileId),
+  );
+  return { ...record, history };
 }
 
 export interface DevicePage {
@@ -439,6 +446,7 @@ export async function bindDevice(
     reason: enrollment.reason,
     by: enrollment.by,
     revocationId: replaced.peers.length + replaced.certificates.length > 0 ? replaced.revocationId : null,
+    profileId: configuration.profileId,
   });
   const ref = deviceRef(device);
   await announce({ type: 'device.enrolled', at, device: ref, configuration });

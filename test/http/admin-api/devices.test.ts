@@ -465,6 +465,39 @@ test('a key limited to some profiles sees of a device only its configurations in
   );
 });
 
+test('a key limited to some profiles is shown of a device’s history only the enrollments in them, and no other profile’s receipt', async (t) => {
+  const portal = await startPortal(t);
+  const device = await register(portal, { serial: 'HIST-1' });
+  // The device gets a configuration in employees, then one in guests, which is issued again:
+  // the second guests enrollment replaces the first, with a receipt of that guests configuration.
+  for (const profile of ['employees', 'guests', 'guests'])
+    assert.equal((await create(portal, { device_id: device.device_id, profile_id: profile })).status, 200);
+  type History = { history: { change: string; revocation_id: string | null }[] };
+  const full = (await portal.get('/device', { device_id: device.device_id })).json() as History;
+  assert.deepEqual(
+    full.history.map((entry) => entry.change),
+    ['registered', 'enrolled', 'enrolled', 'enrolled'],
+  );
+  const guestsReceipt = full.history.at(-1)?.revocation_id;
+  assert.ok(typeof guestsReceipt === 'string', 'the replacement has its receipt');
+
+  const key = bearer(await makeAdminKey(portal, 'employees-reader', { scope: 'read', profiles: ['employees'] }));
+  const limited = await portal.get('/device', { device_id: device.device_id }, key);
+  assert.equal(limited.status, 200, limited.text);
+  assert.deepEqual(
+    (limited.json() as History).history.map((entry) => [entry.change, entry.revocation_id]),
+    [
+      ['registered', null],
+      ['enrolled', null],
+    ],
+    'its registration and its enrollment in employees; nothing of guests',
+  );
+  assert.equal(limited.text.includes(guestsReceipt), false, 'the guests receipt is not named');
+  // As the receipt itself and the receipts listing answer the same key.
+  assert.equal((await portal.get('/revocation', { revocation_id: guestsReceipt }, key)).status, 403);
+  assert.deepEqual((await portal.get('/revocations', {}, key)).json(), { revocations: [] });
+});
+
 test('device changes are announced to webhooks and counted in the metrics by platform, state and identity', async (t) => {
   const portal = await startPortal(t);
   await portal.admin.createWebhook({
