@@ -29,6 +29,7 @@ import { formatAtom } from '../../src/shared/time.js';
 import type { Db } from '../../src/storage/database.js';
 import { generateWireGuardKeyPair } from '../../src/wireguard/keys.js';
 import { twoProfiles } from '../support/admin-keys.js';
+import { handLaptopToFrank } from '../support/device-keys.js';
 import { openVpnEmployees } from '../support/openvpn-sessions.js';
 import { startRsyslog, type ReceivedMessage } from '../support/rsyslog.js';
 import { startTestPortal, type TestPortal } from '../support/test-portal.js';
@@ -413,20 +414,7 @@ test('a stop that comes after the session’s WireGuard key went to another user
   );
   assert.equal(erins.status, 200, erins.text);
   assert.equal((await portal.post('/destroy', { user_id: 'erin' })).status, 204);
-  const registered = await portal.post('/register_device', {
-    user_id: 'frank',
-    profile_id: 'employees',
-    platform: 'windows',
-    serial: 'LAPTOP-7',
-  });
-  assert.equal(registered.status, 200, registered.text);
-  const franksDevice = (registered.json() as { device: { device_id: string } }).device.device_id;
-  const franks = await portal.post(
-    '/create',
-    { user_id: 'frank', profile_id: 'employees', device_id: franksDevice, public_key: publicKey },
-    accept,
-  );
-  assert.equal(franks.status, 200, franks.text);
+  await handLaptopToFrank(portal, publicKey);
 
   const logger = pino({ level: 'silent' });
   const events = new PortalEvents(logger);

@@ -2,6 +2,7 @@
 // `wg genkey`/`wg pubkey`, an OpenVPN key and its PKCS#10 request with `openssl`. Only the
 // public halves (the public key, the CSR) are given to the portal; what a test greps for to
 // show the private halves never reached the portal is here too.
+import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createPrivateKey } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -10,7 +11,7 @@ import { join } from 'node:path';
 import type { ProfileConfigFile } from '../../src/config/schema.js';
 import type { Db } from '../../src/storage/database.js';
 import { COPIED_TABLES } from '../../src/storage/copy.js';
-import { UNREACHABLE_NODE } from './test-portal.js';
+import { UNREACHABLE_NODE, type TestPortal } from './test-portal.js';
 
 /** A profile `both` with WireGuard and OpenVPN on a node that never answers: the Admin API tests of device keys and renewals. */
 export const BOTH_PROTOCOLS_PROFILE: ProfileConfigFile = {
@@ -104,4 +105,26 @@ export async function databaseText(db: Db): Promise<string> {
   const tables: Record<string, unknown> = {};
   for (const { table } of COPIED_TABLES) tables[table] = await db.selectFrom(table).selectAll().execute();
   return JSON.stringify(tables);
+}
+
+/**
+ * A laptop that keeps its own WireGuard key handed on to frank: registered as his device in
+ * `employees` and enrolled with that key. Answers frank's device id.
+ */
+export async function handLaptopToFrank(portal: TestPortal, publicKey: string): Promise<string> {
+  const registered = await portal.post('/register_device', {
+    user_id: 'frank',
+    profile_id: 'employees',
+    platform: 'windows',
+    serial: 'LAPTOP-7',
+  });
+  assert.equal(registered.status, 200, registered.text);
+  const deviceId = (registered.json() as { device: { device_id: string } }).device.device_id;
+  const franks = await portal.post(
+    '/create',
+    { user_id: 'frank', profile_id: 'employees', device_id: deviceId, public_key: publicKey },
+    { accept: 'application/x-wireguard-profile' },
+  );
+  assert.equal(franks.status, 200, franks.text);
+  return deviceId;
 }

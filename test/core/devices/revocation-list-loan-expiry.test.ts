@@ -14,7 +14,7 @@ import {
   type TlsAnswer,
   tlsEnrollUrl,
 } from '../../support/mdm-ca.js';
-import { shiftedClock } from '../../support/shifted-clock.js';
+import { shiftedClock, type ShiftedClock } from '../../support/shifted-clock.js';
 import { startTestPortal, type TestPortal, metricsText } from '../../support/test-portal.js';
 import { until } from '../../support/until.js';
 
@@ -41,72 +41,76 @@ function assertWaitsForCurrentList(answer: TlsAnswer, url: string): void {
   assert.ok(answer.text.includes('has expired and no newer one could be read yet'), answer.text);
 }
 
-describe('a list lent to enrollment past its nextUpdate, its distribution point withheld', () => {
-  const clock = shiftedClock();
-  let ca: MdmCa;
-  let crls: CrlServer;
-  let portal: TestPortal | undefined;
-  let served: string;
-  let stolen: DeviceCertificateFiles;
-  let kept: DeviceCertificateFiles;
+/** An MDM CA whose list is lent to enrollment, served by a distribution point, and a portal on a clock a story moves. */
+interface LentList {
+  readonly clock: ShiftedClock;
+  ca: MdmCa;
+  crls: CrlServer;
+  portal: TestPortal;
+  served: string;
+}
 
+/**
+ * Within a describe: a plain-http source that names no issuer, no intermediate configured, so the
+ * issuing CA is known only once a chain of it enrolls and its list is lent; current for an hour.
+ */
+function withLentList(caName: string): LentList {
+  const lab = { clock: shiftedClock(), served: '' } as LentList;
   before(async () => {
-    ca = MdmCa.make('Lent Expiry');
-    stolen = ca.device('stolen', { cn: 'stolen', uri: 'urn:mdm:serial:LENT-STOLEN' });
-    kept = ca.device('kept', { cn: 'kept', uri: 'urn:mdm:serial:LENT-KEPT' });
-    served = ca.writeCrl({ nextUpdate: new Date(Date.now() + HOUR_MS) });
-    crls = await CrlServer.start(() => served);
-    // A plain-http source that names no issuer, no intermediate configured: the issuing CA is
-    // known only once a chain of it enrolls, so its list is lent.
-    portal = await startTestPortal({
-      clock,
-      config: { enrollment: ca.mutualTlsEnrollment({ crl: [crls.url], crlRefresh: 'PT1S' }) },
+    lab.ca = MdmCa.make(caName);
+    lab.served = lab.ca.writeCrl({ nextUpdate: new Date(Date.now() + HOUR_MS) });
+    lab.crls = await CrlServer.start(() => lab.served);
+    lab.portal = await startTestPortal({
+      clock: lab.clock,
+      config: { enrollment: lab.ca.mutualTlsEnrollment({ crl: [lab.crls.url], crlRefresh: 'PT1S' }) },
     });
+    await untilLent(lab.portal, lab.crls.url);
   });
-
   after(async () => {
-    await portal?.close();
-    await crls?.close();
-    ca?.remove();
+    await lab.portal?.close();
+    await lab.crls?.close();
+    lab.ca?.remove();
   });
+  return lab;
+}
+
+/** The distribution point's answers are withheld, the CA revokes `stolen`, and the lent list's nextUpdate passes. */
+async function revokeWhileWithheld(lab: LentList, stolen: DeviceCertificateFiles): Promise<void> {
+  lab.crls.failing = true;
+  lab.served = lab.ca.revoke(stolen.certificate);
+  const readsBefore = lab.crls.requests;
+  lab.clock.advance(2 * HOUR_MS);
+  await until('the portal tried to read a newer list', async () => lab.crls.requests > readsBefore);
+}
+
+function registerLaptop(portal: TestPortal, serial: string) {
+  return portal.admin.registerDevice({ user_id: 'lena', profile_id: 'employees', platform: 'linux', serial });
+}
+
+describe('a list lent to enrollment past its nextUpdate, its distribution point withheld', () => {
+  const lab = withLentList('Lent Expiry');
 
   test('keeps a certificate the CA revoked since from enrolling (503) until a current list of its CA checks it', async () => {
-    assert.ok(portal);
-    const running = portal;
-    await untilLent(running, crls.url);
-    const device = await running.admin.registerDevice({
-      user_id: 'lena',
-      profile_id: 'employees',
-      platform: 'linux',
-      serial: 'LENT-STOLEN',
-    });
-    await running.admin.registerDevice({
-      user_id: 'lena',
-      profile_id: 'employees',
-      platform: 'linux',
-      serial: 'LENT-KEPT',
-    });
+    const { ca, crls, portal } = lab;
+    const stolen = ca.device('stolen', { cn: 'stolen', uri: 'urn:mdm:serial:LENT-STOLEN' });
+    const kept = ca.device('kept', { cn: 'kept', uri: 'urn:mdm:serial:LENT-KEPT' });
+    const device = await registerLaptop(portal, 'LENT-STOLEN');
+    await registerLaptop(portal, 'LENT-KEPT');
 
-    // The distribution point's answers are withheld; the CA revokes the stolen device's
-    // certificate; the lent list's nextUpdate passes.
-    crls.failing = true;
-    served = ca.revoke(stolen.certificate);
-    const readsBefore = crls.requests;
-    clock.advance(2 * HOUR_MS);
-    await until('the portal tried to read a newer list', async () => crls.requests > readsBefore);
-    assertWaitsForCurrentList(await enroll(running, ca, stolen), crls.url);
-    assert.deepEqual((await running.admin.device(device.device_id)).configurations, [], 'nothing enrolled');
+    await revokeWhileWithheld(lab, stolen);
+    assertWaitsForCurrentList(await enroll(portal, ca, stolen), crls.url);
+    assert.deepEqual((await portal.admin.device(device.device_id)).configurations, [], 'nothing enrolled');
 
     // The CA's current list is served again: lent in place of the expired one, it refuses the
     // stolen certificate as revoked, and lets the others enroll.
     crls.failing = false;
     await until('the stolen certificate refused as revoked', async () => {
-      const answer = await enroll(running, ca, stolen);
+      const answer = await enroll(portal, ca, stolen);
       return answer.status === 403 && /revoked/.test(answer.text);
     });
-    const enrolled = await enroll(running, ca, kept);
+    const enrolled = await enroll(portal, ca, kept);
     assert.equal(enrolled.status, 200, enrolled.text);
-    assert.deepEqual((await running.admin.device(device.device_id)).configurations, []);
+    assert.deepEqual((await portal.admin.device(device.device_id)).configurations, []);
   });
 });
 
@@ -166,45 +170,13 @@ describe('the root’s current list in force from one source, the issuing CA’s
 });
 
 describe('a stolen certificate presented again and again while the newer list arrives', () => {
-  const clock = shiftedClock();
-  let ca: MdmCa;
-  let crls: CrlServer;
-  let portal: TestPortal | undefined;
-  let served: string;
-  let stolen: DeviceCertificateFiles;
-
-  before(async () => {
-    ca = MdmCa.make('Lent Race');
-    stolen = ca.device('stolen', { cn: 'stolen', uri: 'urn:mdm:serial:RACE-STOLEN' });
-    served = ca.writeCrl({ nextUpdate: new Date(Date.now() + HOUR_MS) });
-    crls = await CrlServer.start(() => served);
-    portal = await startTestPortal({
-      clock,
-      config: { enrollment: ca.mutualTlsEnrollment({ crl: [crls.url], crlRefresh: 'PT1S' }) },
-    });
-  });
-
-  after(async () => {
-    await portal?.close();
-    await crls?.close();
-    ca?.remove();
-  });
+  const lab = withLentList('Lent Race');
 
   test('never enrolls: a check begun on the expired list is not finished on the new one', async () => {
-    assert.ok(portal);
-    const running = portal;
-    await untilLent(running, crls.url);
-    const device = await running.admin.registerDevice({
-      user_id: 'lena',
-      profile_id: 'employees',
-      platform: 'linux',
-      serial: 'RACE-STOLEN',
-    });
-    crls.failing = true;
-    served = ca.revoke(stolen.certificate);
-    const readsBefore = crls.requests;
-    clock.advance(2 * HOUR_MS);
-    await until('the portal tried to read a newer list', async () => crls.requests > readsBefore);
+    const { ca, crls, portal } = lab;
+    const stolen = ca.device('stolen', { cn: 'stolen', uri: 'urn:mdm:serial:RACE-STOLEN' });
+    const device = await registerLaptop(portal, 'RACE-STOLEN');
+    await revokeWhileWithheld(lab, stolen);
 
     // The thief keeps presenting the certificate from many connections at once while the
     // distribution point answers again and the list naming it replaces the expired one.
@@ -212,7 +184,7 @@ describe('a stolen certificate presented again and again while the newer list ar
     const statuses = new Set<number>();
     const presentUntilRevoked = async (): Promise<void> => {
       for (;;) {
-        const answer = await enroll(running, ca, stolen);
+        const answer = await enroll(portal, ca, stolen);
         statuses.add(answer.status);
         if (answer.status === 200 || (answer.status === 403 && /revoked/.test(answer.text))) return;
       }
@@ -224,6 +196,6 @@ describe('a stolen certificate presented again and again while the newer list ar
       [403],
       'refused as revoked, never enrolled',
     );
-    assert.deepEqual((await running.admin.device(device.device_id)).configurations, []);
+    assert.deepEqual((await portal.admin.device(device.device_id)).configurations, []);
   });
 });

@@ -23,6 +23,7 @@ import {
   ManualClock,
   twoProfiles,
 } from '../../support/admin-keys.js';
+import { handLaptopToFrank } from '../../support/device-keys.js';
 import { startTestPortal, type ApiResponse, type TestPortal } from '../../support/test-portal.js';
 
 const NODE = asNodeNumber(0);
@@ -265,20 +266,7 @@ test('a destroyed user’s session is not named with the device of the next user
   ]);
   assert.equal((await portal.post('/destroy', { user_id: 'erin' })).status, 204);
   // The laptop is handed on to frank, registered as his device, and enrolled with the same key.
-  const registered = await portal.post('/register_device', {
-    user_id: 'frank',
-    profile_id: 'employees',
-    platform: 'windows',
-    serial: 'LAPTOP-7',
-  });
-  assert.equal(registered.status, 200, registered.text);
-  const franksDevice = (registered.json() as { device: { device_id: string } }).device.device_id;
-  const franks = await portal.post(
-    '/create',
-    { user_id: 'frank', profile_id: 'employees', device_id: franksDevice, public_key: publicKey },
-    accept,
-  );
-  assert.equal(franks.status, 200, franks.text);
+  const franksDevice = await handLaptopToFrank(portal, publicKey);
   await recordSessions(portal, [
     {
       user: 'frank',
