@@ -20,6 +20,7 @@ import {
 } from '../../storage/devices.js';
 import {
   clearProfileCheck,
+  findScimUserNamed,
   noteRegistrationCheck,
   profileCheckPending,
   type RegistrationNote,
@@ -73,7 +74,45 @@ async function selfRegister(
       'not-allowed',
       `the client certificate is one retired device ${retired.deviceId} enrolled with; a retired device does not register itself again`,
     );
-  const email = enrollment.certificate.emails[0];
+  const userId = await certificateUser(ctx, enrollment.certificate);
+  await refuseRetiredDeviceOfUser(ctx, rule.deviceId.matches, deviceId, userId);
+  // Destroying is final as well: the devices went with the user, and their certificates, still
+  // valid, would otherwise make the user again. Once an administrator made the user again (a
+  // create, a register_device), the user's devices register themselves as before.
+  if ((await destroyedUsersAmong(ctx.db, [userId])).size > 0 && (await findUser(ctx.db, userId)) === undefined)
+    throw new PortalError(
+      'not-allowed',
+      "the client certificate's user was destroyed here; a device does not make a destroyed user again by registering itself (an administrator may register it, or make the user again)",
+    );
+  // The profile decides what the tunnel reaches: the administrator's to choose, not the device's.
+  if (enrollment.profileId !== undefined && enrollment.profileId !== registerAs.profileId)
+    throw new PortalError(
+      'conflict',
+      `a device that registers itself is registered for profile "${registerAs.profileId}", not "${enrollment.profileId}"`,
+    );
+  const platform = enrollment.platform ?? registerAs.platform;
+  if (platform === null) throw new PortalError('invalid-parameter', 'a device that registers itself needs "platform"');
+  if (await groupsWithhold(ctx, userId, registerAs.profileId)) throw notGrantedByGroups(userId, registerAs.profileId);
+  return registerHeldToGroups(ctx, {
+    userId,
+    profileId: registerAs.profileId,
+    platform,
+    serial: rule.deviceId.matches === 'serial' ? deviceId : undefined,
+    mdmId: rule.deviceId.matches === 'mdm_id' ? deviceId : undefined,
+  });
+}
+
+/**
+ * The user a certificate registers its device for: the one its first subjectAltName e-mail
+ * address names; 403 when it names none, or one no Admin API call could name. A user the
+ * directory provisioned is found letter case aside, as SCIM compares userNames (RFC 7643) and as
+ * an address is compared with a device's user (refuseAnotherUsersDevice): a certificate of
+ * `Alice@Example.org` is the device of the directory's `alice@example.org`. Made a user of its
+ * own, the device would be out of the directory's reach: not held to its groups, and left
+ * running when the directory deactivates the person.
+ */
+async function certificateUser(ctx: PortalContext, certificate: VerifiedClientCertificate): Promise<UserId> {
+  const email = certificate.emails[0];
   if (email === undefined)
     throw new PortalError(
       'not-allowed',
@@ -87,35 +126,7 @@ async function selfRegister(
       'not-allowed',
       "the client certificate's subjectAltName e-mail address is no user id an Admin API call can name (1 to 255 characters, no NUL); no device is registered for it",
     );
-  await refuseRetiredDeviceOfUser(ctx, rule.deviceId.matches, deviceId, userId.data);
-  // Destroying is final as well: the devices went with the user, and their certificates, still
-  // valid, would otherwise make the user again. Once an administrator made the user again (a
-  // create, a register_device), the user's devices register themselves as before.
-  if (
-    (await destroyedUsersAmong(ctx.db, [userId.data])).size > 0 &&
-    (await findUser(ctx.db, userId.data)) === undefined
-  )
-    throw new PortalError(
-      'not-allowed',
-      "the client certificate's user was destroyed here; a device does not make a destroyed user again by registering itself (an administrator may register it, or make the user again)",
-    );
-  // The profile decides what the tunnel reaches: the administrator's to choose, not the device's.
-  if (enrollment.profileId !== undefined && enrollment.profileId !== registerAs.profileId)
-    throw new PortalError(
-      'conflict',
-      `a device that registers itself is registered for profile "${registerAs.profileId}", not "${enrollment.profileId}"`,
-    );
-  const platform = enrollment.platform ?? registerAs.platform;
-  if (platform === null) throw new PortalError('invalid-parameter', 'a device that registers itself needs "platform"');
-  if (await groupsWithhold(ctx, userId.data, registerAs.profileId))
-    throw notGrantedByGroups(userId.data, registerAs.profileId);
-  return registerHeldToGroups(ctx, {
-    userId: userId.data,
-    profileId: registerAs.profileId,
-    platform,
-    serial: rule.deviceId.matches === 'serial' ? deviceId : undefined,
-    mdmId: rule.deviceId.matches === 'mdm_id' ? deviceId : undefined,
-  });
+  return (await findScimUserNamed(ctx.db, userId.data))?.userId ?? userId.data;
 }
 
 /**

@@ -1,0 +1,118 @@
+// A device that registers itself with its MDM certificate (registerAs) belongs to the user the
+// directory (SCIM) provisioned when the certificate's e-mail address names that user in another
+// letter case (`Alice@Example.org` for the directory's `alice@example.org`, as a UPN and a mail
+// attribute often differ): it is held to the directory's groups, and the directory's deactivation
+// takes its tunnel. Made a user of its own, the device would be out of the directory's reach.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { REVOCATION_HEADER } from '../../../src/protocol/admin-api.js';
+import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
+import { makeAdminKey, twoProfiles } from '../../support/admin-keys.js';
+import { enrollOverTls, MdmCa, tlsEnrollUrl } from '../../support/mdm-ca.js';
+import { errorBody } from '../../support/raw-http.js';
+import { patchOp, type ScimClient, scimClient } from '../../support/scim-client.js';
+import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
+
+let ca: MdmCa;
+let portal: TestPortal;
+let scim: ScimClient;
+
+before(async () => {
+  ca = MdmCa.make();
+  portal = await startTestPortal({
+    config: {
+      ...twoProfiles,
+      scim: { groupProfiles: { 'VPN Staff': ['employees'] } },
+      enrollment: ca.mutualTlsEnrollment({ registerAs: { from: 'san-email', profileId: 'employees' } }),
+    },
+  });
+  scim = scimClient(portal, await makeAdminKey(portal, 'entra', { scope: 'scim' }));
+});
+after(async () => {
+  await portal?.close();
+  ca?.remove();
+});
+
+const enroll = (serial: string, email: string) => {
+  const publicKey = generateWireGuardKeyPair().publicKey;
+  const answer = enrollOverTls(
+    tlsEnrollUrl(portal),
+    ca,
+    ca.device(serial, { cn: serial, uri: `urn:mdm:serial:${serial}`, email }),
+    { public_key: publicKey, platform: 'macos' },
+  );
+  return { publicKey, answer };
+};
+
+/** The directory provisions the user, in the groups named. */
+async function provision(userName: string, groups: readonly string[]): Promise<string> {
+  const created = await scim.send('POST', 'Users', {
+    schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+    userName,
+    active: true,
+  });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const scimId = String(created.body?.['id']);
+  for (const displayName of groups) {
+    const group = await scim.send('POST', 'Groups', {
+      schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'],
+      displayName,
+      members: [{ value: scimId }],
+    });
+    assert.equal(group.status, 201, JSON.stringify(group.body));
+  }
+  return scimId;
+}
+
+test("a laptop whose certificate names the directory's user in other letters is that user's, and the directory's deactivation takes its tunnel", async () => {
+  const scimId = await provision('alice@example.org', ['VPN Staff']);
+
+  const laptop = enroll('CASE-LAPTOP-1', 'Alice@Example.org');
+  const enrolled = await laptop.answer;
+  assert.equal(enrolled.status, 200, enrolled.text);
+  const devices = (await portal.admin.devices()).devices.filter((device) => device.serial === 'CASE-LAPTOP-1');
+  assert.deepEqual(
+    devices.map((device) => device.user_id),
+    ['alice@example.org'],
+    "the device is the directory's user's, not a new user's",
+  );
+  assert.ok(!(await portal.admin.users()).includes('Alice@Example.org'), 'no second user is made');
+
+  // Entra ID deactivates her: the laptop's configuration is among what the disable takes.
+  const deactivated = await scim.send(
+    'PATCH',
+    `Users/${scimId}`,
+    patchOp({ op: 'Replace', path: 'active', value: 'False' }),
+  );
+  assert.equal(deactivated.status, 200, JSON.stringify(deactivated.body));
+  const receipt = await portal.admin.revocation(deactivated.headers.get(REVOCATION_HEADER) ?? '');
+  assert.deepEqual(
+    receipt.nodes.flatMap((node) => node.connection_ids),
+    [laptop.publicKey],
+    "the laptop's peer leaves the node under the deactivation's receipt",
+  );
+  assert.deepEqual(await portal.admin.disabledUsers(), ['alice@example.org']);
+
+  // Deactivated, she gets no new device by another certificate in other letters either.
+  const phone = await enroll('CASE-PHONE-1', 'ALICE@EXAMPLE.ORG').answer;
+  assert.equal(phone.status, 403, phone.text);
+  assert.equal(errorBody(phone.text), 'user is disabled');
+  assert.deepEqual(
+    (await portal.admin.users()).filter((userId) => userId.toLowerCase() === 'alice@example.org'),
+    ['alice@example.org'],
+  );
+});
+
+test('a certificate naming in other letters a directory user none of whose groups grants the profile registers nothing', async () => {
+  await provision('bruno@example.org', ['VPN Guests']);
+  const devicesBefore = JSON.stringify(await portal.admin.devices());
+
+  const refused = await enroll('CASE-LAPTOP-2', 'Bruno@Example.org').answer;
+  assert.equal(refused.status, 403, refused.text);
+  assert.equal(
+    errorBody(refused.text),
+    'no directory group of user bruno@example.org grants profile "employees"; a device does not register itself into it',
+  );
+  assert.equal(JSON.stringify(await portal.admin.devices()), devicesBefore, 'no device registered');
+  assert.ok(!(await portal.admin.users()).includes('Bruno@Example.org'), 'and no user made');
+});
