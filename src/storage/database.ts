@@ -106,6 +106,7 @@ import { scimDirectoryActive } from './migrations/0061-scim-directory-active.js'
 import { scimGroupNameKeys } from './migrations/0062-scim-group-name-key.js';
 import { liveDeviceIdentifiersAnyCase } from './migrations/0063-live-device-identifiers-any-case.js';
 import { deviceHistoryProfile } from './migrations/0064-device-history-profile.js';
+import { destroyedUserNameKeys } from './migrations/0066-destroyed-user-name-keys.js';
 import type { Database } from './schema.js';
 
 /** The database or a transaction on it (a Transaction is a Kysely): what a query runs on. */
@@ -184,6 +185,7 @@ const migrations: Record<string, Migration> = {
   '0062-scim-group-name-key': scimGroupNameKeys,
   '0063-live-device-identifiers-any-case': liveDeviceIdentifiersAnyCase,
   '0064-device-history-profile': deviceHistoryProfile,
+  '0066-destroyed-user-name-keys': destroyedUserNameKeys,
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => migrations };

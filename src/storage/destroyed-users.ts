@@ -6,15 +6,37 @@
 import type { UserId } from '../shared/ids.js';
 import { sizeLimitedGroups } from '../shared/size-limited-groups.js';
 import type { Db } from './database.js';
-import { destroyedUserDigest } from './destroyed-user-digest.js';
+import { destroyedUserDigest, destroyedUserNameKeyDigest } from './destroyed-user-digest.js';
 
 /** Notes `userId` destroyed at `destroyedAt` (ATOM); a user destroyed before keeps one row, with the latest time. */
 export async function noteDestroyedUser(db: Db, userId: UserId, destroyedAt: string): Promise<void> {
+  const nameKeyDigest = destroyedUserNameKeyDigest(userId);
   await db
     .insertInto('destroyed_users')
-    .values({ user_digest: destroyedUserDigest(userId), destroyed_at: destroyedAt })
-    .onConflict((conflict) => conflict.column('user_digest').doUpdateSet({ destroyed_at: destroyedAt }))
+    .values({ user_digest: destroyedUserDigest(userId), destroyed_at: destroyedAt, name_key_digest: nameKeyDigest })
+    .onConflict((conflict) =>
+      conflict.column('user_digest').doUpdateSet({ destroyed_at: destroyedAt, name_key_digest: nameKeyDigest }),
+    )
     .execute();
+}
+
+/**
+ * Whether a user of this id was destroyed here, letter case aside (`alice@example.org` for a
+ * destroyed `Alice@Example.org`); of those destroyed before migration 0066 whose destroy receipt
+ * was gone by then, only the exact id.
+ */
+export async function destroyedAnyCase(db: Db, userId: UserId): Promise<boolean> {
+  const row = await db
+    .selectFrom('destroyed_users')
+    .select('user_digest')
+    .where((where) =>
+      where.or([
+        where('user_digest', '=', destroyedUserDigest(userId)),
+        where('name_key_digest', '=', destroyedUserNameKeyDigest(userId)),
+      ]),
+    )
+    .executeTakeFirst();
+  return row !== undefined;
 }
 
 /** Ids per statement: far below both dialects' parameter limits. */

@@ -543,6 +543,8 @@ export interface DestroyedUsersTable {
   user_digest: string;
   /** When it was last destroyed (ATOM). */
   destroyed_at: string;
+  /** The digest of its id letter case aside (migration 0066); null for one destroyed before whose receipt was gone. */
+  name_key_digest: string | null;
 }
 
 export interface Database {

@@ -61,4 +61,5 @@ export const EXPECTED_MIGRATIONS = [
   '0062-scim-group-name-key',
   '0063-live-device-identifiers-any-case',
   '0064-device-history-profile',
+  '0066-destroyed-user-name-keys',
 ] as const;

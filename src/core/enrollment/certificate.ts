@@ -11,7 +11,7 @@ import type { Platform } from '../../shared/platforms.js';
 import { param } from '../../protocol/admin-api-params.js';
 import type { ProfileId, UserId, WireGuardKey } from '../../shared/ids.js';
 import { formatAtom } from '../../shared/time.js';
-import { destroyedUsersAmong } from '../../storage/destroyed-users.js';
+import { destroyedAnyCase } from '../../storage/destroyed-users.js';
 import {
   findLiveDevice,
   findRetiredDeviceOfCertificate,
@@ -77,9 +77,10 @@ async function selfRegister(
   const userId = await certificateUser(ctx, enrollment.certificate);
   await refuseRetiredDeviceOfUser(ctx, rule.deviceId.matches, deviceId, userId);
   // Destroying is final as well: the devices went with the user, and their certificates, still
-  // valid, would otherwise make the user again. Once an administrator made the user again (a
-  // create, a register_device), the user's devices register themselves as before.
-  if ((await destroyedUsersAmong(ctx.db, [userId])).size > 0 && (await findUser(ctx.db, userId)) === undefined)
+  // valid, would otherwise make the user again, also with the address in other letters (the
+  // directory deleted `Alice@Example.org`, the certificate says `alice@example.org`). Once an
+  // administrator (or the directory) made the user again, its devices register themselves as before.
+  if ((await destroyedAnyCase(ctx.db, userId)) && (await findUser(ctx.db, userId)) === undefined)
     throw new PortalError(
       'not-allowed',
       "the client certificate's user was destroyed here; a device does not make a destroyed user again by registering itself (an administrator may register it, or make the user again)",

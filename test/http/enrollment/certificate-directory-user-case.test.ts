@@ -10,7 +10,7 @@ import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
 import { makeAdminKey, twoProfiles } from '../../support/admin-keys.js';
 import { enrollOverTls, MdmCa, tlsEnrollUrl } from '../../support/mdm-ca.js';
 import { errorBody } from '../../support/raw-http.js';
-import { patchOp, type ScimClient, scimClient } from '../../support/scim-client.js';
+import { patchOp, resourcesOf, type ScimClient, scimClient } from '../../support/scim-client.js';
 import { startTestPortal, type TestPortal } from '../../support/test-portal.js';
 
 let ca: MdmCa;
@@ -22,7 +22,7 @@ before(async () => {
   portal = await startTestPortal({
     config: {
       ...twoProfiles,
-      scim: { groupProfiles: { 'VPN Staff': ['employees'] } },
+      scim: { groupProfiles: { 'VPN Staff': ['employees'], 'VPN Returners': ['employees'] } },
       enrollment: ca.mutualTlsEnrollment({ registerAs: { from: 'san-email', profileId: 'employees' } }),
     },
   });
@@ -44,7 +44,7 @@ const enroll = (serial: string, email: string) => {
   return { publicKey, answer };
 };
 
-/** The directory provisions the user, in the groups named. */
+/** The directory provisions the user, in the groups named (made, or joined if they exist). */
 async function provision(userName: string, groups: readonly string[]): Promise<string> {
   const created = await scim.send('POST', 'Users', {
     schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
@@ -54,12 +54,22 @@ async function provision(userName: string, groups: readonly string[]): Promise<s
   assert.equal(created.status, 201, JSON.stringify(created.body));
   const scimId = String(created.body?.['id']);
   for (const displayName of groups) {
-    const group = await scim.send('POST', 'Groups', {
-      schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'],
-      displayName,
-      members: [{ value: scimId }],
-    });
-    assert.equal(group.status, 201, JSON.stringify(group.body));
+    const found = resourcesOf<{ id: string }>(
+      await scim.send('GET', `Groups?filter=${encodeURIComponent(`displayName eq "${displayName}"`)}`),
+    );
+    const group =
+      found[0] === undefined
+        ? await scim.send('POST', 'Groups', {
+            schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'],
+            displayName,
+            members: [{ value: scimId }],
+          })
+        : await scim.send(
+            'PATCH',
+            `Groups/${found[0].id}`,
+            patchOp({ op: 'Add', path: 'members', value: [{ value: scimId }] }),
+          );
+    assert.ok([200, 201].includes(group.status), JSON.stringify(group.body));
   }
   return scimId;
 }
@@ -115,4 +125,43 @@ test('a certificate naming in other letters a directory user none of whose group
   );
   assert.equal(JSON.stringify(await portal.admin.devices()), devicesBefore, 'no device registered');
   assert.ok(!(await portal.admin.users()).includes('Bruno@Example.org'), 'and no user made');
+});
+
+test('once the directory deleted the person, a certificate naming them in other letters makes no user again', async () => {
+  const scimId = await provision('Carla.Moreau@example.org', ['VPN Staff']);
+  const laptop = await enroll('CASE-LAPTOP-3', 'carla.moreau@example.org').answer;
+  assert.equal(laptop.status, 200, laptop.text);
+
+  const deleted = await scim.send('DELETE', `Users/${scimId}`);
+  assert.equal(deleted.status, 204);
+  assert.ok(
+    !(await portal.admin.users()).some((userId) => userId.toLowerCase() === 'carla.moreau@example.org'),
+    'the user and the laptop are gone',
+  );
+
+  // Her laptop renews its certificate, and her phone enrolls, both still valid in the MDM.
+  for (const [serial, email] of [
+    ['CASE-LAPTOP-3', 'carla.moreau@example.org'],
+    ['CASE-PHONE-3', 'CARLA.MOREAU@EXAMPLE.ORG'],
+  ] as const) {
+    const refused = await enroll(serial, email).answer;
+    assert.equal(refused.status, 403, refused.text);
+    assert.match(errorBody(refused.text), /^the client certificate's user was destroyed here;/);
+  }
+  assert.ok(
+    !(await portal.admin.users()).some((userId) => userId.toLowerCase() === 'carla.moreau@example.org'),
+    'no user is made again, in any letters',
+  );
+
+  // The directory assigns her again: her devices register themselves for the User it makes.
+  await provision('Carla.Moreau@example.org', ['VPN Returners']);
+  const back = await enroll('CASE-PHONE-3', 'CARLA.MOREAU@EXAMPLE.ORG').answer;
+  assert.equal(back.status, 200, back.text);
+  assert.deepEqual(
+    (await portal.admin.devices()).devices
+      .filter((device) => device.serial === 'CASE-PHONE-3')
+      .map((device) => device.user_id),
+    ['Carla.Moreau@example.org'],
+    'the directory made her again',
+  );
 });
