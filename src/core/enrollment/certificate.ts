@@ -21,6 +21,7 @@ import {
 import {
   clearProfileCheck,
   findScimUserNamed,
+  findScimUserOfUser,
   noteRegistrationCheck,
   profileCheckPending,
   type RegistrationNote,
@@ -127,6 +128,9 @@ async function certificateUser(ctx: PortalContext, certificate: VerifiedClientCe
       'not-allowed',
       "the client certificate's subjectAltName e-mail address is no user id an Admin API call can name (1 to 255 characters, no NUL); no device is registered for it",
     );
+  // Of two directory users whose names differ only in case (made before SCIM compared them so),
+  // the one named exactly so.
+  if ((await findScimUserOfUser(ctx.db, userId.data)) !== undefined) return userId.data;
   return (await findScimUserNamed(ctx.db, userId.data))?.userId ?? userId.data;
 }
 

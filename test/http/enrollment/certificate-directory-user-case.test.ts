@@ -4,6 +4,7 @@
 // attribute often differ): it is held to the directory's groups, and the directory's deactivation
 // takes its tunnel. Made a user of its own, the device would be out of the directory's reach.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { REVOCATION_HEADER } from '../../../src/protocol/admin-api.js';
 import { generateWireGuardKeyPair } from '../../../src/wireguard/keys.js';
@@ -164,4 +165,51 @@ test('once the directory deleted the person, a certificate naming them in other 
     ['Carla.Moreau@example.org'],
     'the directory made her again',
   );
+});
+
+test('of two directory users whose names differ only in case, kept from before, a certificate naming one exactly registers for that one', async () => {
+  await provision('dana@example.org', ['VPN Staff']);
+  // Her twin, as a directory's second POST made it before userNames were compared letter case
+  // aside: a SCIM user without the name key, in the staff group too.
+  const db = portal.portal.ctx.db;
+  const made = '2026-03-02T09:00:00+00:00';
+  await db
+    .insertInto('users')
+    .values({ user_id: 'Dana@Example.org', created_at: made, last_seen: made, auth_data: null })
+    .execute();
+  const twin = randomUUID();
+  await db
+    .insertInto('scim_users')
+    .values({
+      scim_id: twin,
+      user_id: 'Dana@Example.org',
+      external_id: null,
+      attributes: '{}',
+      created_at: made,
+      updated_at: made,
+    })
+    .execute();
+  const staff = resourcesOf<{ id: string }>(
+    await scim.send('GET', `Groups?filter=${encodeURIComponent('displayName eq "VPN Staff"')}`),
+  );
+  await scim.send(
+    'PATCH',
+    `Groups/${staff[0]?.id ?? ''}`,
+    patchOp({ op: 'Add', path: 'members', value: [{ value: twin }] }),
+  );
+
+  for (const [serial, email] of [
+    ['TWIN-1', 'Dana@Example.org'],
+    ['TWIN-2', 'dana@example.org'],
+  ] as const) {
+    const enrolled = await enroll(serial, email).answer;
+    assert.equal(enrolled.status, 200, enrolled.text);
+    assert.deepEqual(
+      (await portal.admin.devices()).devices
+        .filter((device) => device.serial === serial)
+        .map((device) => device.user_id),
+      [email],
+      'the twin named exactly',
+    );
+  }
 });
